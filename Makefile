@@ -1,0 +1,35 @@
+# Two commands set everything up: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test test-sqlite test-postgres bench migrate demo-accounts clean
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+install: $(STAMP)
+
+# Serve the web chat on SQLite, with the in-memory channel layer and the
+# offline demo model (no API key needed), memory enabled.
+run: export DEBUG ?= 1
+run: export AGENTMEMORY_ENABLED ?= 1
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_accounts
+	$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
+
+# The whole suite on SQLite, then on PostgreSQL when one is reachable.
+test: install
+	@bash scripts/test.sh
+
+bench: install
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis

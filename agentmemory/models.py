@@ -1,0 +1,89 @@
+"""The two-row memory table and a metadata-only event table.
+
+A person owns at most one row per document type. A row never holds empty
+content: the store deletes a row when its last entry goes, and a missing row
+is empty memory. Only `agentmemory.store` reads or writes MemoryDocument.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+SCHEMA_VERSION = 1
+
+
+class MemoryType(models.TextChoices):
+    USER = "user", "User profile"
+    MEMORY = "memory", "Agent memory"
+
+
+class MemoryDocument(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_documents"
+    )
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
+    content = models.TextField()
+    schema_version = models.PositiveSmallIntegerField(default=SCHEMA_VERSION)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agentmemory_document"
+        verbose_name = "memory document"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "memory_type"], name="agentmemory_one_row_per_type"),
+            models.CheckConstraint(
+                condition=Q(memory_type__in=["user", "memory"]), name="agentmemory_memory_type_valid"
+            ),
+            models.CheckConstraint(condition=~Q(content=""), name="agentmemory_content_not_empty"),
+        ]
+        permissions = [
+            ("view_memory_content", "Can view the content of people's memory"),
+            ("erase_memory", "Can erase a person's memory on their request"),
+        ]
+
+    def __str__(self):
+        return f"{self.get_memory_type_display()} of user {self.user_id}"
+
+
+class Actor(models.TextChoices):
+    AGENT = "agent", "Agent"
+    USER = "user", "User"
+    STAFF = "staff", "Staff"
+    SYSTEM = "system", "System"
+
+
+class Outcome(models.TextChoices):
+    COMMITTED = "committed", "Committed"
+    UNCHANGED = "unchanged", "Nothing changed"
+    REJECTED = "rejected", "Rejected"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+    DISCARDED = "discarded", "Discarded"
+    ERASED = "erased", "Erased"
+
+
+class MemoryEvent(models.Model):
+    """What happened to a person's memory, never what it said."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events"
+    )
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    operation_count = models.PositiveSmallIntegerField(default=0)
+    targets = models.JSONField(default=dict, blank=True)
+    actions = models.JSONField(default=dict, blank=True)
+    user_characters = models.PositiveIntegerField(null=True, blank=True)
+    memory_characters = models.PositiveIntegerField(null=True, blank=True)
+    retry_count = models.PositiveSmallIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+    error_code = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "agentmemory_event"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="agentmemory_event_user_time")]
+
+    def __str__(self):
+        return f"{self.outcome} by {self.actor} for user {self.user_id}"

@@ -1,0 +1,354 @@
+"""The only code that reads or writes memory rows.
+
+Locking. `commit_operations` and `erase` first lock the owner's row in the
+user table (`SELECT ... FOR UPDATE`), then reload the memory rows, reapply the
+whole ordered batch with the pure rules and write only what changed. Every
+writer of memory takes that one lock first, so on PostgreSQL two writers for
+one person queue: at READ COMMITTED each statement after the lock sees the
+latest committed rows, so no update is lost. The lock is on the user row, not
+on memory rows, because a person with no memory has no memory row to lock and
+two first writes would both insert. We chose the lock over SERIALIZABLE
+because SERIALIZABLE makes contending writers fail with 40001 and retry,
+which under eight concurrent writers exhausts a small attempt limit; the lock
+queues them and keeps every valid change. Deleting the account also locks the
+user row, so it cannot interleave with a commit.
+
+On SQLite the connection opens every transaction with BEGIN IMMEDIATE
+(config/settings.py), which takes the database's single write lock, so
+commits are serialised there too; FOR UPDATE is a no-op on SQLite.
+
+Retries. Only deadlocks and serialization failures (SQLSTATE 40P01, 40001)
+and SQLite's busy/locked errors are retried, by replaying the complete
+transaction with a short jittered backoff, at most COMMIT_ATTEMPTS times.
+Validation errors and unknown database errors are raised at once.
+
+Cancellation. `should_cancel` is called before the query, before persisting,
+and before leaving the transaction; a True raises `CommitCancelled` inside
+the transaction, so the database rolls back.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, close_old_connections, connection, transaction
+
+from .conf import memory_settings
+from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, Outcome
+from .rules import (
+    TARGETS,
+    MemoryValidationError,
+    Operation,
+    Snapshot,
+    apply_operations,
+    changed_targets,
+    document_length,
+    parse_document,
+    render_document,
+    summarize,
+)
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+_SQLITE_RETRYABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class MemoryUnavailable(Exception):
+    """Memory could not be read; the turn goes on without it and writes nothing."""
+
+
+class SchemaVersionError(MemoryUnavailable):
+    """A stored document has a schema_version this code cannot read."""
+
+
+class CommitCancelled(Exception):
+    """The caller went away; the transaction was rolled back."""
+
+
+class UnknownUser(Exception):
+    """No account has this id; memory belongs only to existing accounts."""
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    snapshot: Snapshot
+    updated_at: Mapping[str, datetime | None]
+    created_at: Mapping[str, datetime | None]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot: Snapshot
+    changed: tuple[str, ...]
+    retry_count: int
+    duration_ms: int
+    outcome: str = Outcome.COMMITTED
+    limits: Mapping[str, int] = field(default_factory=dict)
+
+
+# --- reads -------------------------------------------------------------------
+
+
+def load_state(*, user_id) -> StoredMemory:
+    """Return both documents of one person and their timestamps, in one query."""
+    try:
+        rows = list(
+            MemoryDocument.objects.filter(user_id=user_id).only(
+                "memory_type", "content", "schema_version", "created_at", "updated_at"
+            )
+        )
+    except DatabaseError as exc:
+        raise MemoryUnavailable("Memory could not be read from the database.") from exc
+    return _state_from_rows(rows)
+
+
+def load_snapshot(*, user_id) -> Snapshot:
+    """Return the snapshot of one person's memory; raise MemoryUnavailable."""
+    return load_state(user_id=user_id).snapshot
+
+
+def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
+    documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
+    updated: dict[str, datetime | None] = {target: None for target in TARGETS}
+    created: dict[str, datetime | None] = {target: None for target in TARGETS}
+    for row in rows:
+        if row.schema_version != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"A memory document has schema_version {row.schema_version}; this release reads "
+                f"version {SCHEMA_VERSION} only. Migrate the content before enabling memory."
+            )
+        documents[row.memory_type] = parse_document(row.content)
+        updated[row.memory_type] = row.updated_at
+        created[row.memory_type] = row.created_at
+    return StoredMemory(
+        snapshot=Snapshot(user=documents["user"], memory=documents["memory"]),
+        updated_at=updated,
+        created_at=created,
+    )
+
+
+# --- writes ------------------------------------------------------------------
+
+
+def commit_operations(
+    *,
+    user_id,
+    operations: Sequence[Operation],
+    should_cancel: Callable[[], bool] | None = None,
+    actor: str = Actor.AGENT,
+    limits: Mapping[str, int] | None = None,
+) -> CommitResult:
+    """Apply the ordered batch to the latest stored memory of one person.
+
+    Raise MemoryValidationError (nothing written) when the batch no longer
+    fits the latest memory, CommitCancelled when `should_cancel` turned True.
+    """
+    config = memory_settings()
+    limits = limits or config.limits
+    cancelled = should_cancel or (lambda: False)
+    started = time.monotonic()
+    summary = summarize(operations)
+    attempts = 1 if connection.in_atomic_block else max(1, config.commit_attempts)
+    retry_count = 0
+
+    def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
+        _record_event(
+            user_id=user_id, actor=actor, outcome=outcome, summary=summary,
+            snapshot=snapshot, retry_count=retry_count, started=started, error_code=error_code,
+        )
+
+    while True:
+        try:
+            with transaction.atomic():
+                result = _commit_once(
+                    user_id=user_id, operations=operations, cancelled=cancelled, limits=limits
+                )
+                current, updated = result
+                changed = changed_targets(current, updated)
+                outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
+                record(outcome, updated)
+                if cancelled():
+                    raise CommitCancelled()
+            break
+        except CommitCancelled:
+            _record_outside(record, Outcome.CANCELLED)
+            raise
+        except MemoryValidationError as exc:
+            _record_outside(record, Outcome.REJECTED, exc.code)
+            raise
+        except DatabaseError as exc:
+            if retry_count + 1 < attempts and is_retryable(exc):
+                retry_count += 1
+                time.sleep(config.retry_backoff_seconds * retry_count * (1 + random.random()))
+                continue
+            _record_outside(record, Outcome.FAILED, "database_error")
+            raise
+
+    return CommitResult(
+        snapshot=updated,
+        changed=changed,
+        retry_count=retry_count,
+        duration_ms=_elapsed_ms(started),
+        outcome=outcome,
+        limits=dict(limits),
+    )
+
+
+def _commit_once(*, user_id, operations, cancelled, limits) -> tuple[Snapshot, Snapshot]:
+    if cancelled():
+        raise CommitCancelled()
+    _lock_owner(user_id)
+    rows = {row.memory_type: row for row in MemoryDocument.objects.filter(user_id=user_id)}
+    current = _state_from_rows(list(rows.values())).snapshot
+    updated = apply_operations(current, operations, limits)
+    if cancelled():
+        raise CommitCancelled()
+    for target in changed_targets(current, updated):
+        entries = updated.entries(target)
+        row = rows.get(target)
+        if not entries:
+            if row is not None:
+                row.delete()
+        elif row is None:
+            MemoryDocument.objects.create(
+                user_id=user_id, memory_type=target, content=render_document(entries),
+                schema_version=SCHEMA_VERSION,
+            )
+        else:
+            row.content = render_document(entries)
+            row.schema_version = SCHEMA_VERSION
+            row.save(update_fields=["content", "schema_version", "updated_at"])
+    return current, updated
+
+
+def _lock_owner(user_id) -> None:
+    user_model = get_user_model()
+    locked = list(user_model._default_manager.select_for_update().filter(pk=user_id).values_list("pk", flat=True))
+    if not locked:
+        raise UnknownUser("No account has this id; memory belongs only to existing accounts.")
+
+
+def erase(*, user_id, actor: str = Actor.USER) -> int:
+    """Delete both documents of one person; return how many rows went."""
+    started = time.monotonic()
+    with transaction.atomic():
+        _lock_owner(user_id)
+        deleted, _ = MemoryDocument.objects.filter(user_id=user_id).delete()
+        MemoryEvent.objects.create(
+            user_id=user_id, actor=actor, outcome=Outcome.ERASED,
+            user_characters=0, memory_characters=0, duration_ms=_elapsed_ms(started),
+        )
+    return deleted
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Return True for a deadlock or serialization failure, and nothing else."""
+    cause = exc.__cause__ or exc
+    if getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES:
+        return True
+    if isinstance(cause, sqlite3.OperationalError):
+        code = getattr(cause, "sqlite_errorcode", None)
+        return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
+    return False
+
+
+# --- events ------------------------------------------------------------------
+
+
+def _record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code=""):
+    MemoryEvent.objects.create(
+        user_id=user_id,
+        actor=actor,
+        outcome=outcome,
+        operation_count=summary.operation_count,
+        targets=summary.targets,
+        actions=summary.actions,
+        user_characters=document_length(snapshot.user) if snapshot else None,
+        memory_characters=document_length(snapshot.memory) if snapshot else None,
+        retry_count=retry_count,
+        duration_ms=_elapsed_ms(started),
+        error_code=error_code,
+    )
+
+
+def _record_outside(record: Callable[..., None], outcome: str, error_code: str = "") -> None:
+    """Write an event for a rolled-back commit; never mask the original error."""
+    if connection.in_atomic_block and connection.needs_rollback:
+        return
+    try:
+        record(outcome, None, error_code)
+    except Exception:  # the database may be the reason the commit failed
+        logger.warning("memory event not recorded", extra={"outcome": outcome})
+
+
+def record_discarded(*, user_id, operations: Sequence[Operation], reason: str) -> None:
+    """Record that a turn's staged batch was dropped without a commit."""
+    _record_outside(
+        lambda outcome, snapshot, code: _record_event(
+            user_id=user_id, actor=Actor.AGENT, outcome=outcome, summary=summarize(operations),
+            snapshot=None, retry_count=0, started=time.monotonic(), error_code=code,
+        ),
+        Outcome.DISCARDED,
+        reason,
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+# --- the async boundary ------------------------------------------------------
+
+
+async def commit_in_worker(
+    *,
+    user_id,
+    operations: Sequence[Operation],
+    cancel_event: threading.Event | None = None,
+    actor: str = Actor.AGENT,
+    limits: Mapping[str, int] | None = None,
+) -> CommitResult:
+    """Run `commit_operations` in a worker thread that a cancel can still stop.
+
+    Cancelling the awaiting task sets the event and waits for the worker, so
+    the rollback decision is made inside the transaction, never abandoned.
+    """
+    event = cancel_event or threading.Event()
+    worker = asyncio.ensure_future(
+        asyncio.to_thread(
+            _commit_in_thread,
+            user_id=user_id,
+            operations=list(operations),
+            should_cancel=event.is_set,
+            actor=actor,
+            limits=limits,
+        )
+    )
+    try:
+        return await asyncio.shield(worker)
+    except asyncio.CancelledError:
+        event.set()
+        try:
+            await worker
+        except (CommitCancelled, MemoryValidationError, DatabaseError):
+            pass
+        raise
+
+
+def _commit_in_thread(**kwargs) -> CommitResult:
+    # Worker threads are pooled and outlive the request: treat each commit
+    # like a request, so CONN_MAX_AGE decides whether the connection stays.
+    close_old_connections()
+    try:
+        return commit_operations(**kwargs)
+    finally:
+        close_old_connections()
