@@ -82,6 +82,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"].setdefault("NAME", str(BASE_DIR / "test-db.sqlite3"))
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+if env.str("TEST_DB_NAME", default=""):
+    # Lets several test runs share one PostgreSQL server without colliding.
+    name = env.str("TEST_DB_NAME")
+    is_sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = (
+        str(BASE_DIR / f"{name}.sqlite3") if is_sqlite else name
+    )
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
