@@ -33,6 +33,7 @@ OPERATION_FIELDS = frozenset({"target", "action", "match", "content"})
 TITLES = {"user": "USER PROFILE", "memory": "AGENT MEMORY"}
 _RESERVED_TAG = re.compile(r"<\s*/?\s*persistent_memory_data\s*>", re.IGNORECASE)
 _DELIMITER_LINE = SEPARATOR.strip("\n")
+_KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
 class MemoryValidationError(ValueError):
@@ -174,10 +175,10 @@ def parse_operations(raw: object) -> list[Operation]:
         raise MemoryValidationError(
             'Send an object of the form {"operations": [...]}.', code="invalid_arguments",
         )
-    unknown = sorted(set(raw) - {"operations"})
+    unknown = set(raw) - {"operations"}
     if unknown:
         raise MemoryValidationError(
-            f"Unknown argument(s) {', '.join(map(repr, unknown))}; only 'operations' is accepted. "
+            f"Unknown argument(s) {_key_names(unknown)}; only 'operations' is accepted. "
             "Memory always belongs to the signed-in user.",
             code="unknown_argument",
         )
@@ -194,10 +195,10 @@ def _parse_operation(item: object, position: int) -> Operation:
             "each operation must be an object with target and action.",
             code="invalid_operation", position=position,
         )
-    unknown = sorted(set(item) - OPERATION_FIELDS)
+    unknown = set(item) - OPERATION_FIELDS
     if unknown:
         raise MemoryValidationError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; use only target, action, match, content.",
+            f"unknown field(s) {_key_names(unknown)}; use only target, action, match, content.",
             code="unknown_field", position=position,
         )
     operation = Operation(
@@ -208,6 +209,15 @@ def _parse_operation(item: object, position: int) -> Operation:
     )
     check_operation(operation, position)
     return operation
+
+
+def _key_names(keys: set) -> str:
+    # A key is model input too: name it only when it looks like a field name,
+    # so free text smuggled into a key never reaches an error message.
+    named = sorted(k for k in keys if isinstance(k, str) and _KEY_NAME.fullmatch(k))
+    others = len(keys) - len(named)
+    parts = [repr(k) for k in named] + ([f"{others} other key(s)"] if others else [])
+    return ", ".join(parts)
 
 
 def check_batch_size(count: int) -> None:
