@@ -1,0 +1,140 @@
+"""Shared bootstrap for the bench scripts: Django, a scratch database, figures.
+
+A benchmark must never write into a database someone else uses, so
+`bench_database` creates a dedicated PostgreSQL database on the server that
+DATABASE_URL names, migrates it, points Django at it, and drops it on the way
+out (also after a crash: a leftover of the same name is dropped first). It
+also owns how every bench reports a latency, `latency_figures`, so all of
+`docs/benchmarks.md` speaks in the same median and p99.
+
+Usage, from a script in bench/ run as `python bench/<name>.py`:
+
+    import _setup                          # bench/ is sys.path[0]
+    with _setup.bench_database(name="agentmemory_bench_x") as url:
+        from agentmemory import store      # Django is set up from here on
+        ...
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
+
+
+class PostgresUnavailable(SystemExit):
+    """The bench needs a PostgreSQL server and none answered."""
+
+
+def setup_django() -> None:
+    """Configure and set up Django for a script run outside manage.py."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+    import django
+
+    django.setup()
+
+
+def server_url(database_url: str | None = None) -> str:
+    """Return the PostgreSQL URL to use, or exit saying how to get one."""
+    url = database_url or os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise PostgresUnavailable(
+            f"This benchmark needs PostgreSQL, but DATABASE_URL is {urlsplit(url).scheme}://...; "
+            f"set DATABASE_URL to a server such as {DEFAULT_DATABASE_URL}."
+        )
+    return url
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def _admin_connection(url: str):
+    import psycopg
+
+    try:
+        return psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        raise PostgresUnavailable(
+            f"PostgreSQL is not reachable at {_redacted(url)} ({type(exc).__name__}). Start it, or set "
+            "DATABASE_URL to a reachable server; the bench creates and drops its own database there."
+        ) from exc
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    user = f"{parts.username}@" if parts.username else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
+def _drop(admin, name: str) -> None:
+    from psycopg import sql
+
+    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@contextmanager
+def bench_database(*, name: str, database_url: str | None = None) -> Iterator[str]:
+    """Create database `name`, migrate it, set Django up on it; drop it after.
+
+    Yield the URL of the scratch database. Must be entered before anything
+    imports Django settings, because settings read DATABASE_URL once.
+    """
+    url = server_url(database_url)
+    admin = _admin_connection(url)
+    from psycopg import sql
+
+    _drop(admin, name)
+    admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    scratch = _with_database(url, name)
+    os.environ["DATABASE_URL"] = scratch
+    try:
+        setup_django()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0, interactive=False)
+        yield scratch
+    finally:
+        try:
+            from django.db import connections
+
+            connections.close_all()
+        except Exception:  # Django may not have got as far as setup
+            pass
+        _drop(admin, name)
+        admin.close()
+
+
+def server_version(database_url: str | None = None) -> str:
+    """Return the PostgreSQL server's version string, e.g. '15.20'."""
+    admin = _admin_connection(server_url(database_url))
+    try:
+        return admin.execute("SHOW server_version").fetchone()[0]
+    finally:
+        admin.close()
+
+
+def latency_figures(samples_ns: Sequence[int]) -> dict[str, float | int]:
+    """Return the median and p99 of latencies in nanoseconds, in milliseconds."""
+    ordered = sorted(samples_ns)
+    if not ordered:
+        raise ValueError("no samples were taken")
+    # Nearest-rank p99: a value that was actually observed, never interpolated.
+    rank = max(1, -(-99 * len(ordered) // 100))
+    return {
+        "n": len(ordered),
+        "median_ms": round(statistics.median(ordered) / 1e6, 3),
+        "p99_ms": round(ordered[rank - 1] / 1e6, 3),
+    }
