@@ -146,11 +146,15 @@ def commit_operations(
     should_cancel: Callable[[], bool] | None = None,
     actor: str = Actor.AGENT,
     limits: Mapping[str, int] | None = None,
+    precondition: Callable[[Snapshot], None] | None = None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
 
     Raise MemoryValidationError (nothing written) when the batch no longer
     fits the latest memory, CommitCancelled when `should_cancel` turned True.
+    `precondition`, if given, sees the latest snapshot under the lock and may
+    raise MemoryValidationError to reject the batch (the memory page uses it
+    to insist that the exact entry a person saw is still there).
     """
     config = memory_settings()
     limits = limits or config.limits
@@ -170,7 +174,8 @@ def commit_operations(
         try:
             with transaction.atomic():
                 result = _commit_once(
-                    user_id=user_id, operations=operations, cancelled=cancelled, limits=limits
+                    user_id=user_id, operations=operations, cancelled=cancelled, limits=limits,
+                    precondition=precondition,
                 )
                 current, updated = result
                 changed = changed_targets(current, updated)
@@ -203,12 +208,14 @@ def commit_operations(
     )
 
 
-def _commit_once(*, user_id, operations, cancelled, limits) -> tuple[Snapshot, Snapshot]:
+def _commit_once(*, user_id, operations, cancelled, limits, precondition=None) -> tuple[Snapshot, Snapshot]:
     if cancelled():
         raise CommitCancelled()
     _lock_owner(user_id)
     rows = {row.memory_type: row for row in MemoryDocument.objects.filter(user_id=user_id)}
     current = _state_from_rows(list(rows.values())).snapshot
+    if precondition is not None:
+        precondition(current)
     updated = apply_operations(current, operations, limits)
     if cancelled():
         raise CommitCancelled()
