@@ -12,7 +12,8 @@ Usage, from a script in bench/ run as `python bench/<name>.py`:
     import _setup                          # bench/ is sys.path[0]
     with _setup.bench_database(name="agentmemory_bench_x") as url:
         from agentmemory import store      # Django is set up from here on
-        ...
+        samples.append(...)                # time.perf_counter_ns() deltas
+    print(_setup.latency_figures(samples)) # {"n", "median_ms", "p99_ms"}
 """
 from __future__ import annotations
 
@@ -86,26 +87,31 @@ def _drop(admin, name: str) -> None:
 
 
 @contextmanager
-def bench_database(*, name: str, database_url: str | None = None) -> Iterator[str]:
-    """Create database `name`, migrate it, set Django up on it; drop it after.
+def bench_database(*, name: str, also: Sequence[str] = (), database_url: str | None = None) -> Iterator[str]:
+    """Create database `name` (and each of `also`), migrate, set Django up; drop after.
 
-    Yield the URL of the scratch database. Must be entered before anything
-    imports Django settings, because settings read DATABASE_URL once.
+    Yield the URL of the scratch database `name`, which Django's default
+    connection uses; `use_database` switches it to one of `also`. Must be
+    entered before anything imports Django settings, because settings read
+    DATABASE_URL once.
     """
     url = server_url(database_url)
     admin = _admin_connection(url)
     from psycopg import sql
 
-    _drop(admin, name)
-    admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    scratch = _with_database(url, name)
-    os.environ["DATABASE_URL"] = scratch
+    names = [name, *also]
+    for each in names:
+        _drop(admin, each)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(each)))
+    os.environ["DATABASE_URL"] = _with_database(url, name)
     try:
         setup_django()
         from django.core.management import call_command
 
-        call_command("migrate", verbosity=0, interactive=False)
-        yield scratch
+        for each in reversed(names):
+            use_database(each)
+            call_command("migrate", verbosity=0, interactive=False)
+        yield os.environ["DATABASE_URL"]
     finally:
         try:
             from django.db import connections
@@ -113,8 +119,22 @@ def bench_database(*, name: str, database_url: str | None = None) -> Iterator[st
             connections.close_all()
         except Exception:  # Django may not have got as far as setup
             pass
-        _drop(admin, name)
+        for each in names:
+            _drop(admin, each)
         admin.close()
+
+
+def use_database(name: str) -> None:
+    """Point Django's default connection at scratch database `name`, connected.
+
+    Connecting here keeps the connection's setup out of the next timed call.
+    """
+    from django.db import connection
+
+    if connection.settings_dict["NAME"] != name:
+        connection.close()
+        connection.settings_dict["NAME"] = name
+    connection.ensure_connection()
 
 
 def server_version(database_url: str | None = None) -> str:

@@ -1,0 +1,213 @@
+"""Run every benchmark in bench/ and write docs/benchmarks.md.
+
+It owns the report, not the measurements: each bench is a script that
+prints its own figures (median and p99, and its ratios) and exits 0; this
+runner starts each one in its own process, shows its output as it comes,
+and records the machine, the date, each output verbatim and how to
+reproduce it. A missing bench is reported as missing; a failing one as
+failed, with the end of its error output, and the runner then exits 1.
+`make bench` runs it through scripts/bench.sh.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import _setup
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+REPORT = ROOT / "docs" / "benchmarks.md"
+# The issue names these three; any other bench/*.py script runs after them.
+KNOWN = ("commit.py", "turns.py", "growth.py")
+NOT_BENCHES = {"run_all.py"}
+TIMEOUT_SECONDS = 1800
+ERROR_TAIL_LINES = 20
+
+
+@dataclass
+class BenchRun:
+    name: str
+    status: str  # "passed", "failed", "missing"
+    output: str = ""
+    error_tail: str = ""
+    seconds: float = 0.0
+
+
+def discover() -> list[str]:
+    extra = sorted(
+        path.name
+        for path in BENCH_DIR.glob("*.py")
+        if not path.name.startswith("_") and path.name not in NOT_BENCHES and path.name not in KNOWN
+    )
+    return [*KNOWN, *extra]
+
+
+def run_bench(name: str, *, python: str, env: dict[str, str]) -> BenchRun:
+    path = BENCH_DIR / name
+    if not path.exists():
+        print(f"== {name}: not present in bench/, skipped ==", flush=True)
+        return BenchRun(name=name, status="missing")
+    print(f"== {name} ==", flush=True)
+    started = time.monotonic()
+    lines: list[str] = []
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        process = subprocess.Popen(
+            [python, str(path)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errors, text=True,
+        )
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                print(line, end="", flush=True)
+                lines.append(line)
+            code = process.wait(timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = -1
+            lines.append(f"(stopped after {TIMEOUT_SECONDS} s)\n")
+        errors.seek(0)
+        error_text = errors.read()
+    seconds = round(time.monotonic() - started, 1)
+    if code == 0:
+        return BenchRun(name=name, status="passed", output="".join(lines).rstrip(), seconds=seconds)
+    tail = "\n".join(error_text.rstrip().splitlines()[-ERROR_TAIL_LINES:])
+    print(f"== {name} FAILED (exit {code}) ==\n{tail}", file=sys.stderr, flush=True)
+    return BenchRun(name=name, status="failed", output="".join(lines).rstrip(), error_tail=tail, seconds=seconds)
+
+
+# --- the machine -------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_total() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                kib = int(line.split()[1])
+                return f"{kib / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return "unknown"
+
+
+def git_revision() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "agentmemory", "chat", "config", "bench"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        return out + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine(database_url: str) -> dict[str, str]:
+    try:
+        cpus = str(len(os.sched_getaffinity(0)))
+    except AttributeError:
+        cpus = str(os.cpu_count())
+    return {
+        "CPUs (nproc)": cpus,
+        "CPU model": cpu_model(),
+        "Memory": memory_total(),
+        "OS": f"{platform.system()} {platform.release()}",
+        "PostgreSQL": _setup.server_version(database_url),
+        "Python": platform.python_version(),
+        "Git revision": git_revision(),
+    }
+
+
+# --- the report --------------------------------------------------------------
+
+
+def render(*, runs: list[BenchRun], facts: dict[str, str], date: str) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Generated by `make bench` (scripts/bench.sh, then bench/run_all.py); do not edit by hand,",
+        "run it again. Each figure is a latency in milliseconds: median and p99 (nearest rank).",
+        "",
+        f"Date: {date}",
+        "",
+        "## Machine",
+        "",
+        "| | |",
+        "|---|---|",
+        *[f"| {key} | {value} |" for key, value in facts.items()],
+        "",
+        "## Summary",
+        "",
+        "| bench | status | seconds |",
+        "|---|---|---|",
+        *[f"| `bench/{run.name}` | {run.status} | {run.seconds if run.status != 'missing' else ''} |" for run in runs],
+        "",
+    ]
+    for run in runs:
+        out += [f"## bench/{run.name}", ""]
+        if run.status == "missing":
+            out += ["Not run: the script does not exist yet.", ""]
+            continue
+        if run.status == "failed":
+            out += ["**Failed.** End of its error output:", "", "```", run.error_tail or "(none)", "```", ""]
+        if run.output:
+            out += ["```", run.output, "```", ""]
+    out += [
+        "## How to reproduce",
+        "",
+        "```sh",
+        "make bench                      # all of them; writes this file",
+        "DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/growth.py [--json]",
+        "```",
+        "",
+        "Every bench needs a reachable PostgreSQL server (DATABASE_URL, default",
+        f"`{_setup.DEFAULT_DATABASE_URL}`). The growth bench creates its own database",
+        "(`agentmemory_bench_growth`) on that server, fills it, and drops it at the end, so",
+        "the database named in the URL is never written. Figures vary with the machine and",
+        "with other load on it; compare ratios rather than absolute milliseconds.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", type=Path, default=REPORT, help="where to write the markdown")
+    args = parser.parse_args(argv)
+
+    database_url = _setup.server_url()
+    facts = machine(database_url)  # also proves the server answers, before any bench starts
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    runs = [run_bench(name, python=sys.executable, env=env) for name in discover()]
+
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(render(runs=runs, facts=facts, date=date))
+    print(f"\nWrote {args.report.relative_to(ROOT) if args.report.is_relative_to(ROOT) else args.report}")
+    for run in runs:
+        print(f"  {run.name}: {run.status}")
+    return 1 if any(run.status == "failed" for run in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
