@@ -17,6 +17,7 @@ from .rules import (
     TARGETS,
     MemoryValidationError,
     Operation,
+    Snapshot,
     parse_operations,
     usage,
 )
@@ -85,7 +86,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         ledger.failed_calls += 1
         if ledger.failed_calls >= limit:
             return _stop_retrying(limit)
-        return _failure(exc)
+        return _failure(exc, ledger.snapshot)
 
     return {
         "success": True,
@@ -104,7 +105,7 @@ def staged_operations() -> list[Operation]:
     return list(request.ledger.operations)
 
 
-def _failure(exc: Exception) -> dict:
+def _failure(exc: Exception, current: Snapshot) -> dict:
     if not isinstance(exc, MemoryValidationError):
         return {
             "success": False,
@@ -123,8 +124,10 @@ def _failure(exc: Exception) -> dict:
         reply["position"] = exc.position
     if exc.candidates:
         reply["candidates"] = list(exc.candidates)
-    if exc.code == "over_capacity":
-        reply["current_entries"] = list(exc.entries)
+    if exc.code == "over_capacity" and exc.target:
+        # What is stored or staged now, not the rejected result: the model
+        # matches against these entries to consolidate in its next batch.
+        reply["current_entries"] = list(current.entries(exc.target))
     return reply
 
 
