@@ -1,2 +1,17 @@
+"""Routes of the memory page and the memory API; none takes a person's id."""
+from django.urls import path
+
+from . import api, views
+
 app_name = "agentmemory"
-urlpatterns = []
+urlpatterns = [
+    path("memory/", views.memory_page, name="page"),
+    path("memory/add/", views.add_entry, name="add"),
+    path("memory/correct/", views.correct_entry, name="correct"),
+    path("memory/remove/", views.remove_entry, name="remove"),
+    path("memory/erase/", views.erase, name="erase"),
+    path("memory/export/", views.export, name="export"),
+    path("api/memory/", api.MemoryView.as_view(), name="api"),
+    path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),
+    path("api/memory/export/", api.MemoryExportView.as_view(), name="api-export"),
+]

@@ -1,0 +1,204 @@
+"""Staff review of memory in the admin: read-only, content behind a permission.
+
+Staff who may view memory documents see whose memory exists, how full each
+document is, its schema version and when it changed. The content is shown
+only to staff who also hold `agentmemory.view_memory_content`; for everyone
+else it is not even selected from the database, and no filter or search may
+touch it (a `content__contains` filter would let them probe it). Nobody adds,
+changes or deletes rows here. The one write is the "Erase this person's
+memory" action: gated by `agentmemory.erase_memory`, confirmed on its own
+page, done by `store.erase` as the staff actor (a MemoryEvent) and recorded
+in the admin log under the staff member's name. Events are metadata only and
+read-only.
+"""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import Count, F, IntegerField, Q, Sum, Value
+from django.db.models.functions import Length, Replace
+from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
+
+from . import services
+from .conf import memory_settings
+from .models import Actor, MemoryDocument, MemoryEvent
+from .rules import SEPARATOR, parse_document
+from .selectors import NEAR_FULL_PERCENT, describe_changes
+
+CONTENT_PERMISSION = "agentmemory.view_memory_content"
+ERASE_PERMISSION = "agentmemory.erase_memory"
+
+
+def can_view_content(request) -> bool:
+    return request.user.has_perm(CONTENT_PERMISSION)
+
+
+def near_full_threshold(limit: int) -> int:
+    """Return the fewest characters at which a document counts as near full."""
+    return -(-limit * NEAR_FULL_PERCENT // 100)
+
+
+class NearFullFilter(admin.SimpleListFilter):
+    title = "usage"
+    parameter_name = "near_full"
+
+    def lookups(self, request, model_admin):
+        return [("yes", f"Near full (≥ {NEAR_FULL_PERCENT}%)"), ("no", f"Below {NEAR_FULL_PERCENT}%")]
+
+    def queryset(self, request, queryset):
+        limits = memory_settings().limits
+        near_full = Q()
+        for memory_type, limit in limits.items():
+            near_full |= Q(memory_type=memory_type, characters__gte=near_full_threshold(limit))
+        if self.value() == "yes":
+            return queryset.filter(near_full)
+        if self.value() == "no":
+            return queryset.exclude(near_full)
+        return queryset
+
+
+@admin.register(MemoryDocument)
+class MemoryDocumentAdmin(admin.ModelAdmin):
+    list_display = ("user", "memory_type", "characters", "usage_percent", "entry_count", "schema_version",
+                    "updated_at")
+    list_display_links = ("user", "memory_type")
+    list_filter = (NearFullFilter, "memory_type", "schema_version")
+    search_fields = ("user__username",)
+    search_help_text = "Search by username."
+    ordering = ("user__username", "memory_type")
+    list_select_related = ("user",)
+    list_per_page = 50
+    actions = ["erase_people"]
+    readonly_fields = ("user", "memory_type", "schema_version", "created_at", "updated_at", "characters",
+                       "usage_percent", "entry_count", "entries")
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request).annotate(
+            characters=Length("content"),
+            # Entries = delimiters + 1, counted in the database so the
+            # content itself need not be selected.
+            entry_count=(
+                (Length("content") - Length(Replace("content", Value(SEPARATOR), Value(""))))
+                / Value(len(SEPARATOR), output_field=IntegerField())
+                + Value(1, output_field=IntegerField())
+            ),
+        )
+        if not can_view_content(request):
+            queryset = queryset.defer("content")
+        return queryset
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = [
+            ("Owner", {"fields": ("user", "memory_type")}),
+            ("Usage", {"fields": ("characters", "usage_percent", "entry_count", "schema_version")}),
+            ("Dates", {"fields": ("created_at", "updated_at")}),
+        ]
+        if can_view_content(request):
+            fieldsets.append(("Content", {"fields": ("entries",),
+                                          "description": "Untrusted text written by the assistant or the person."}))
+        return fieldsets
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__", 1)[0] == "content":
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    # --- read-only --------------------------------------------------------
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_erase_permission(self, request):
+        return request.user.has_perm(ERASE_PERMISSION)
+
+    # --- columns ----------------------------------------------------------
+
+    @admin.display(description="characters", ordering="characters")
+    def characters(self, obj):
+        return obj.characters
+
+    @admin.display(description="usage", ordering="characters")
+    def usage_percent(self, obj):
+        limit = memory_settings().limits.get(obj.memory_type)
+        if not limit:
+            return "—"
+        return f"{obj.characters * 100 // limit}% of {limit:,}"
+
+    @admin.display(description="entries")
+    def entry_count(self, obj):
+        return obj.entry_count
+
+    @admin.display(description="entries")
+    def entries(self, obj):
+        # Only reachable through the fieldset of staff holding the content
+        # permission; every entry is escaped.
+        return format_html(
+            '<ol class="memory-entries">{}</ol>',
+            format_html_join("", '<li style="white-space: pre-wrap">{}</li>',
+                             ((entry,) for entry in parse_document(obj.content))),
+        )
+
+    # --- the audited erase ------------------------------------------------
+
+    @admin.action(description="Erase this person's memory", permissions=["erase"])
+    def erase_people(self, request, queryset):
+        user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
+        if request.POST.get("post") != "yes":
+            people = (
+                MemoryDocument.objects.filter(user_id__in=user_ids)
+                .values("user_id", username=F("user__username"))
+                .annotate(documents=Count("id"), characters=Sum(Length("content")))
+                .order_by("username")
+            )
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Erase these people's memory?",
+                "opts": self.model._meta,
+                "people": people,
+                "selected": queryset.values_list("pk", flat=True),
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "action": "erase_people",
+            }
+            return TemplateResponse(request, "admin/agentmemory/erase_confirmation.html", context)
+        self.log_deletions(request, MemoryDocument.objects.filter(user_id__in=user_ids).defer("content"))
+        for user_id in user_ids:
+            services.erase_memory(user_id=user_id, actor=Actor.STAFF)
+        self.message_user(
+            request, f"Erased the memory of {len(user_ids)} {'person' if len(user_ids) == 1 else 'people'}.",
+            messages.SUCCESS,
+        )
+        return None
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "user", "actor", "outcome", "changes", "user_characters", "memory_characters",
+                    "retry_count", "duration_ms", "error_code")
+    list_filter = ("outcome", "actor", "created_at")
+    search_fields = ("user__username",)
+    search_help_text = "Search by username."
+    date_hierarchy = "created_at"
+    list_select_related = ("user",)
+    fields = ("created_at", "user", "actor", "outcome", "operation_count", "targets", "actions",
+              "user_characters", "memory_characters", "retry_count", "duration_ms", "error_code")
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="changes")
+    def changes(self, obj):
+        return describe_changes(obj.actions, obj.targets) or "—"

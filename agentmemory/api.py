@@ -1,0 +1,247 @@
+"""The memory API: the caller's own memory, and nobody else's.
+
+No route, query parameter or body field names a person; the owner is always
+`request.user` (session with CSRF, or token). Writes take the operations
+body of the model's `memory_update` tool, parsed by the same strict
+`rules.parse_operations`, and commit through `services` with the person as
+the actor. Like the page, the API works whatever the rollout flag says (see
+`views`). Error bodies are `{"code", "position", "detail"}` and never carry
+memory content.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.db import DatabaseError
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
+from rest_framework.views import APIView
+
+from . import services
+from .models import Actor
+from .rules import MemoryValidationError, parse_operations
+from .selectors import export_payload, memory_state, state_payload
+from .serializers import (
+    CommitResponseSerializer,
+    ExportSerializer,
+    MemoryErrorSerializer,
+    MemoryStateSerializer,
+    OperationBatchSerializer,
+)
+from .store import MemoryUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryWriteThrottle(UserRateThrottle):
+    """The `memory_writes` budget, spent only by requests that change memory."""
+
+    scope = "memory_writes"
+
+    def allow_request(self, request, view) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        return super().allow_request(request, view)
+
+
+def _error(code: str, detail: str, *, position: int | None = None, status_code: int = 400) -> Response:
+    return Response({"code": code, "position": position, "detail": detail}, status=status_code)
+
+
+class MemoryAPIView(APIView):
+    throttle_classes = [MemoryWriteThrottle]
+    parser_classes = [JSONParser]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, MemoryValidationError):
+            return _error(exc.code, exc.message, position=exc.position)
+        if isinstance(exc, ParseError):
+            return _error("invalid_json", 'The body is not valid JSON. Send {"operations": [...]}.')
+        if isinstance(exc, MemoryUnavailable):
+            return _error("unavailable", "Memory could not be read right now. Try again in a minute.",
+                          status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+        if isinstance(exc, DatabaseError):
+            logger.warning("memory API database error", extra={"error": type(exc).__name__})
+            return _error("database_unavailable",
+                          "The database did not answer; nothing was changed. Try again in a minute.",
+                          status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+        response = super().handle_exception(exc)
+        # One error shape for every failure of these routes (403, 415, 429...).
+        if isinstance(response.data, dict) and set(response.data) == {"detail"}:
+            detail = response.data["detail"]
+            code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+            response.data = {"code": str(code), "position": None, "detail": str(detail)}
+        return response
+
+
+# --- examples for the schema -------------------------------------------------
+
+_STATE_EXAMPLE = {
+    "schema_version": 1,
+    "agent_memory_enabled": True,
+    "documents": {
+        "user": {
+            "title": "USER PROFILE",
+            "entries": ["Prefers short code examples.", "Experienced with Python and SQL."],
+            "usage": {"used": 63, "limit": 1375, "percent": 4, "entries": 2, "label": "4% — 63/1,375 chars"},
+            "created_at": "2026-05-04T09:12:44Z",
+            "updated_at": "2026-05-06T17:03:10Z",
+        },
+        "memory": {
+            "title": "AGENT MEMORY",
+            "entries": ["The project uses Pydantic models at API boundaries."],
+            "usage": {"used": 51, "limit": 2200, "percent": 2, "entries": 1, "label": "2% — 51/2,200 chars"},
+            "created_at": "2026-05-04T09:12:44Z",
+            "updated_at": "2026-05-04T09:12:44Z",
+        },
+    },
+}
+
+STATE_EXAMPLE = OpenApiExample("Both documents", value=_STATE_EXAMPLE, response_only=True)
+
+BATCH_EXAMPLES = [
+    OpenApiExample(
+        "Add a fact about me",
+        value={"operations": [{"target": "user", "action": "add", "content": "Prefers short code examples."}]},
+        request_only=True,
+    ),
+    OpenApiExample(
+        "Consolidate, then add, in one batch",
+        value={"operations": [
+            {"target": "memory", "action": "replace", "match": "PostgreSQL 15",
+             "content": "The project runs on PostgreSQL 16."},
+            {"target": "memory", "action": "remove", "match": "old staging server"},
+            {"target": "memory", "action": "add", "content": "Database migrations must be reversible."},
+        ]},
+        request_only=True,
+    ),
+]
+
+COMMIT_EXAMPLE = OpenApiExample(
+    "Committed", value={**_STATE_EXAMPLE, "outcome": "committed", "changed": ["user"]}, response_only=True,
+)
+
+ERROR_EXAMPLES = [
+    OpenApiExample(
+        "Ambiguous match",
+        value={"code": "ambiguous_match", "position": 2,
+               "detail": "match is ambiguous: it occurs in 2 entries of 'memory'; use a longer substring "
+                         "that only the intended entry contains."},
+        response_only=True, status_codes=["400"],
+    ),
+    OpenApiExample(
+        "Over capacity",
+        value={"code": "over_capacity", "position": None,
+               "detail": "'user' would hold 1,402 characters, over its limit of 1,375. In the same batch, "
+                         "shorten or remove entries (consolidate related facts) before adding."},
+        response_only=True, status_codes=["400"],
+    ),
+    OpenApiExample(
+        "A field naming a person",
+        value={"code": "unknown_argument", "position": None,
+               "detail": "Unknown argument(s) 'user_id'; only 'operations' is accepted. "
+                         "Memory always belongs to the signed-in user."},
+        response_only=True, status_codes=["400"],
+    ),
+]
+
+EXPORT_EXAMPLE = OpenApiExample(
+    "Export",
+    value={
+        "format": "agentmemory-export",
+        "schema_version": 1,
+        "exported_at": "2026-05-07T08:00:00Z",
+        "limits": {"user": 1375, "memory": 2200},
+        "documents": {
+            "user": {"title": "USER PROFILE", "entries": ["Prefers short code examples."], "characters": 28,
+                     "created_at": "2026-05-04T09:12:44Z", "updated_at": "2026-05-06T17:03:10Z"},
+            "memory": {"title": "AGENT MEMORY", "entries": [], "characters": 0,
+                       "created_at": None, "updated_at": None},
+        },
+    },
+    response_only=True,
+)
+
+UNAVAILABLE_RESPONSE = OpenApiResponse(MemoryErrorSerializer, description="Memory could not be read or written now.")
+
+
+# --- views -------------------------------------------------------------------
+
+
+class MemoryView(MemoryAPIView):
+    """Read or erase the caller's memory."""
+
+    @extend_schema(
+        operation_id="memory_read",
+        tags=["memory"],
+        summary="Read your memory",
+        description="Both documents of the signed-in person, each as a list of entries, with usage and "
+                    "timestamps.",
+        responses={200: MemoryStateSerializer, 503: UNAVAILABLE_RESPONSE},
+        examples=[STATE_EXAMPLE],
+    )
+    def get(self, request):
+        return Response(MemoryStateSerializer(state_payload(memory_state(user_id=request.user.pk))).data)
+
+    @extend_schema(
+        operation_id="memory_erase",
+        tags=["memory"],
+        summary="Erase your memory",
+        description="Delete both documents. The erase is recorded (without content) in your history. "
+                    "Copies in database backups remain until their retention expires.",
+        request=None,
+        responses={204: OpenApiResponse(description="Both documents are empty now."), 503: UNAVAILABLE_RESPONSE},
+    )
+    def delete(self, request):
+        services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryOperationsView(MemoryAPIView):
+    """Apply an ordered batch of operations to the caller's memory."""
+
+    @extend_schema(
+        operation_id="memory_apply_operations",
+        tags=["memory"],
+        summary="Change your memory",
+        description="The same contract as the assistant's memory_update tool: 1 to 20 ordered "
+                    "operations (add: content; replace: match and content; remove: match). The whole "
+                    "batch commits or nothing does; capacity is checked after the batch. Unknown fields "
+                    "are refused.",
+        request=OperationBatchSerializer,
+        responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 503: UNAVAILABLE_RESPONSE},
+        examples=[*BATCH_EXAMPLES, COMMIT_EXAMPLE, *ERROR_EXAMPLES],
+    )
+    def post(self, request):
+        operations = parse_operations(request.data)
+        result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER)
+        payload = state_payload(memory_state(user_id=request.user.pk))
+        payload.update(outcome=result.outcome, changed=list(result.changed))
+        return Response(CommitResponseSerializer(payload).data)
+
+
+class MemoryExportView(MemoryAPIView):
+    """Download the caller's memory as a JSON export."""
+
+    @extend_schema(
+        operation_id="memory_export",
+        tags=["memory"],
+        summary="Export your memory",
+        description="Both documents as entry lists, with limits, schema version and timestamps. To restore, "
+                    "send each entry back as an add operation to /api/memory/operations/.",
+        responses={200: ExportSerializer, 503: UNAVAILABLE_RESPONSE},
+        examples=[EXPORT_EXAMPLE],
+    )
+    def get(self, request):
+        now = timezone.now()
+        payload = export_payload(memory_state(user_id=request.user.pk), exported_at=now)
+        response = Response(ExportSerializer(payload).data)
+        response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
+        response["Cache-Control"] = "no-store"
+        return response

@@ -1,0 +1,57 @@
+"""The memory page's forms: the shape of a post, not the memory rules.
+
+Forms only check that a post has the fields the page sends; whether an entry
+may be stored is decided by `rules` inside the store's commit, so a person's
+edit and the agent's obey one set of rules. No form has a field that names a
+person: the owner is always `request.user`. Text fields keep their
+whitespace (`strip=False`) so the rules normalise it the same way for
+everyone.
+"""
+from django import forms
+
+from .models import MemoryType
+
+# Far above any document limit; only stops an absurd post before the rules run.
+MAX_FIELD_CHARS = 20_000
+
+TARGET_ERRORS = {
+    "required": "Choose which document to change.",
+    "invalid_choice": "Choose 'user' or 'memory' as the document.",
+}
+
+
+class AddEntryForm(forms.Form):
+    target = forms.ChoiceField(choices=MemoryType.choices, error_messages=TARGET_ERRORS)
+    content = forms.CharField(
+        strip=False,
+        max_length=MAX_FIELD_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Write the fact itself before saving."},
+    )
+
+
+class RemoveEntryForm(forms.Form):
+    target = forms.ChoiceField(choices=MemoryType.choices, error_messages=TARGET_ERRORS)
+    entry = forms.CharField(
+        strip=False,
+        max_length=MAX_FIELD_CHARS,
+        widget=forms.HiddenInput,
+        error_messages={"required": "The page did not say which entry; reload it and try again."},
+    )
+
+
+class CorrectEntryForm(RemoveEntryForm):
+    content = forms.CharField(
+        strip=False,
+        max_length=MAX_FIELD_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Write the corrected entry, or remove the entry instead."},
+    )
+
+
+def first_error(form: forms.Form) -> str:
+    """Return one plain sentence describing what is wrong with a post."""
+    for errors in form.errors.values():
+        if errors:
+            return str(errors[0])
+    return "The form could not be read; reload the page and try again."

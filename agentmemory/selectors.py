@@ -1,0 +1,166 @@
+"""Reads for the memory page, the memory API and the export.
+
+Every function takes the owner's id from trusted code (the view's
+`request.user`) and returns plain values. Memory rows are read only through
+`store.load_state`; the audit events hold no content and are read here.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from .conf import memory_settings
+from .models import SCHEMA_VERSION, MemoryEvent
+from .rules import TARGETS, TITLES, Usage, usage
+from .store import load_state
+
+EXPORT_FORMAT = "agentmemory-export"
+HISTORY_LENGTH = 25
+NEAR_FULL_PERCENT = 90
+ACTOR_LABELS = {"agent": "Assistant", "user": "You", "staff": "Staff", "system": "System"}
+
+DESCRIPTIONS = {
+    "user": "About you: your role, preferences, expertise and how you like answers.",
+    "memory": "The assistant's notes: project facts, conventions, environment details and lessons.",
+}
+
+
+@dataclass(frozen=True)
+class DocumentState:
+    target: str
+    title: str
+    description: str
+    entries: tuple[str, ...]
+    usage: Usage
+    created_at: datetime | None
+    updated_at: datetime | None
+
+    @property
+    def near_full(self) -> bool:
+        return self.usage.percent >= NEAR_FULL_PERCENT
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One audit event as the owner sees it: what happened, never what it said."""
+
+    created_at: datetime
+    actor: str
+    outcome: str
+    changes: str
+    user_characters: int | None
+    memory_characters: int | None
+    error_code: str
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    documents: tuple[DocumentState, ...]
+    limits: Mapping[str, int]
+    schema_version: int
+    agent_enabled: bool
+
+    def document(self, target: str) -> DocumentState:
+        return next(document for document in self.documents if document.target == target)
+
+
+def memory_state(*, user_id) -> MemoryState:
+    """Return both documents of one person with usage and timestamps.
+
+    Raise `store.MemoryUnavailable` when memory cannot be read.
+    """
+    config = memory_settings()
+    stored = load_state(user_id=user_id)
+    documents = tuple(
+        DocumentState(
+            target=target,
+            title=TITLES[target],
+            description=DESCRIPTIONS[target],
+            entries=stored.snapshot.entries(target),
+            usage=usage(stored.snapshot, target, config.limits),
+            created_at=stored.created_at[target],
+            updated_at=stored.updated_at[target],
+        )
+        for target in TARGETS
+    )
+    return MemoryState(
+        documents=documents,
+        limits=dict(config.limits),
+        schema_version=SCHEMA_VERSION,
+        agent_enabled=config.enabled,
+    )
+
+
+def state_payload(state: MemoryState) -> dict:
+    """Return the API's representation of a person's memory."""
+    return {
+        "schema_version": state.schema_version,
+        "agent_memory_enabled": state.agent_enabled,
+        "documents": {
+            document.target: {
+                "title": document.title,
+                "entries": list(document.entries),
+                "usage": {
+                    "used": document.usage.used,
+                    "limit": document.usage.limit,
+                    "percent": document.usage.percent,
+                    "entries": len(document.entries),
+                    "label": str(document.usage),
+                },
+                "created_at": document.created_at,
+                "updated_at": document.updated_at,
+            }
+            for document in state.documents
+        },
+    }
+
+
+def export_payload(state: MemoryState, *, exported_at: datetime) -> dict:
+    """Return a person's memory as a self-describing export.
+
+    The entries can be sent back unchanged as `add` operations to
+    `POST /api/memory/operations/` to restore the same documents.
+    """
+    return {
+        "format": EXPORT_FORMAT,
+        "schema_version": state.schema_version,
+        "exported_at": exported_at,
+        "limits": dict(state.limits),
+        "documents": {
+            document.target: {
+                "title": document.title,
+                "entries": list(document.entries),
+                "characters": document.usage.used,
+                "created_at": document.created_at,
+                "updated_at": document.updated_at,
+            }
+            for document in state.documents
+        },
+    }
+
+
+def recent_events(*, user_id, limit: int = HISTORY_LENGTH) -> list[HistoryRow]:
+    """Return the newest audit events of one person (metadata only)."""
+    events = MemoryEvent.objects.filter(user_id=user_id).order_by("-created_at", "-id")[:limit]
+    return [
+        HistoryRow(
+            created_at=event.created_at,
+            actor=ACTOR_LABELS.get(event.actor, event.actor),
+            outcome=event.get_outcome_display(),
+            changes=describe_changes(event.actions, event.targets),
+            user_characters=event.user_characters,
+            memory_characters=event.memory_characters,
+            error_code=event.error_code,
+        )
+        for event in events
+    ]
+
+
+def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int]) -> str:
+    """Return e.g. "1 add, 2 replace (user 1, memory 2)" from an event's counts."""
+    if not actions:
+        return ""
+    described = ", ".join(f"{count} {action}" for action, count in sorted(actions.items()))
+    where = ", ".join(f"{target} {count}" for target, count in sorted(targets.items()))
+    return f"{described} ({where})" if where else described

@@ -1,0 +1,96 @@
+"""The memory API's shapes, for responses and the OpenAPI schema.
+
+Requests are not validated here: the operations body is parsed by
+`rules.parse_operations`, the same strict parser the model's tool calls go
+through, so the API cannot accept a field (such as `user_id`) that the tool
+would refuse. `OperationBatchSerializer` only describes that contract.
+"""
+from rest_framework import serializers
+
+from .rules import ACTIONS, MAX_OPERATIONS, MIN_OPERATIONS, TARGETS
+
+
+class OperationSerializer(serializers.Serializer):
+    target = serializers.ChoiceField(choices=TARGETS, help_text="'user' (the profile) or 'memory' (notes).")
+    action = serializers.ChoiceField(choices=ACTIONS)
+    match = serializers.CharField(
+        required=False, allow_null=True,
+        help_text="replace/remove: a substring that only the intended entry contains.",
+    )
+    content = serializers.CharField(
+        required=False, allow_null=True, help_text="add/replace: the complete new entry.",
+    )
+
+
+class OperationBatchSerializer(serializers.Serializer):
+    operations = OperationSerializer(many=True, min_length=MIN_OPERATIONS, max_length=MAX_OPERATIONS)
+
+
+class UsageSerializer(serializers.Serializer):
+    used = serializers.IntegerField(help_text="Characters of the rendered document, delimiters included.")
+    limit = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    entries = serializers.IntegerField()
+    label = serializers.CharField()
+
+
+class DocumentSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    entries = serializers.ListField(child=serializers.CharField())
+    usage = UsageSerializer()
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class DocumentsSerializer(serializers.Serializer):
+    user = DocumentSerializer()
+    memory = DocumentSerializer()
+
+
+class MemoryStateSerializer(serializers.Serializer):
+    schema_version = serializers.IntegerField()
+    agent_memory_enabled = serializers.BooleanField(
+        help_text="Whether the assistant reads and writes memory now. The API works either way.",
+    )
+    documents = DocumentsSerializer()
+
+
+class CommitResponseSerializer(MemoryStateSerializer):
+    outcome = serializers.ChoiceField(choices=["committed", "unchanged"])
+    changed = serializers.ListField(
+        child=serializers.CharField(), help_text="The documents this batch changed: 'user', 'memory', or none.",
+    )
+
+
+class MemoryErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="A stable name of the rule that was broken.")
+    position = serializers.IntegerField(
+        allow_null=True, help_text="1-based index of the offending operation; null for the whole batch.",
+    )
+    detail = serializers.CharField(help_text="What went wrong and what to do next. Never holds memory content.")
+
+
+class ExportDocumentSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    entries = serializers.ListField(child=serializers.CharField())
+    characters = serializers.IntegerField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class ExportDocumentsSerializer(serializers.Serializer):
+    user = ExportDocumentSerializer()
+    memory = ExportDocumentSerializer()
+
+
+class LimitsSerializer(serializers.Serializer):
+    user = serializers.IntegerField()
+    memory = serializers.IntegerField()
+
+
+class ExportSerializer(serializers.Serializer):
+    format = serializers.CharField()
+    schema_version = serializers.IntegerField()
+    exported_at = serializers.DateTimeField()
+    limits = LimitsSerializer()
+    documents = ExportDocumentsSerializer()
