@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .threats import scan_entry
+
 Target = Literal["user", "memory"]
 Action = Literal["add", "replace", "remove"]
 
@@ -131,6 +133,10 @@ def normalize_entry(value: object, *, position: int | None = None, target: str |
             f"content may not contain the entry delimiter (a line holding only '{_DELIMITER_LINE}'); "
             "store each fact as its own entry.",
             code="delimiter_in_entry", position=position, target=target,
+        )
+    if (threat := scan_entry(value)) is not None:
+        raise MemoryValidationError(
+            threat.message, code=f"threat_{threat.category}", position=position, target=target,
         )
     return entry
 
