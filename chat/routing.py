@@ -1,1 +1,8 @@
-websocket_urlpatterns = []
+"""WebSocket routes; config/asgi.py wraps them in origin and session checks."""
+from django.urls import path
+
+from .consumers import ChatConsumer
+
+websocket_urlpatterns = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+]

@@ -1,2 +1,16 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularSwaggerView
+
+from . import api, views
+
 app_name = "chat"
-urlpatterns = []
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("api/chat/turns/", api.TurnView.as_view(), name="turns"),
+    path("api/eval/turns/", api.EvalTurnView.as_view(), name="eval-turns"),
+    path("api/conversations/", api.ConversationListView.as_view(), name="conversations"),
+    path("api/conversations/<int:pk>/", api.ConversationDetailView.as_view(), name="conversation"),
+    path("api/conversations/<int:pk>/messages/", api.ConversationMessagesView.as_view(), name="messages"),
+    # Swagger UI from drf-spectacular-sidecar's static files: no CDN.
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

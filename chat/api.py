@@ -1,0 +1,226 @@
+"""The chat's REST API: turns, conversations, and the memory-free eval route.
+
+Why adrf for the turn views: DRF's own dispatch is synchronous, so Django
+would run the view in a worker thread, where a client disconnect cannot
+reach the turn (the thread runs on and could commit). adrf's APIView awaits
+an `async def post` in the request's own task, with DRF's authentication,
+CSRF, permissions, throttles and serializers unchanged; Django's ASGI
+handler cancels that task when the client disconnects, and the cancellation
+reaches `run_turn`, which discards the ledger (and rolls back a commit in
+flight). The conversation views do no model work and stay plain DRF.
+"""
+from __future__ import annotations
+
+import hmac
+import threading
+
+from adrf.views import APIView as AsyncAPIView
+from django.conf import settings
+from django.http import Http404
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import generics, permissions
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+
+from .models import Conversation
+from .serializers import (
+    ConversationSerializer,
+    DeletedSerializer,
+    EvalTurnRequestSerializer,
+    EvalTurnResponseSerializer,
+    MessageSerializer,
+    TurnFailureSerializer,
+    TurnRequestSerializer,
+    TurnResponseSerializer,
+)
+from .turns import ConversationNotFound, TurnFailed, TurnResult, run_eval_turn, run_turn
+
+FAILURE_STATUS = {"internal_error": 500, "cancelled": 409}
+
+_USAGE_EXAMPLE = {
+    "user": {"used": 564, "limit": 1375, "percent": 41, "entries": 2, "label": "41% — 564/1,375 chars"},
+    "memory": {"used": 616, "limit": 2200, "percent": 28, "entries": 3, "label": "28% — 616/2,200 chars"},
+}
+TURN_EXAMPLES = [
+    OpenApiExample("Start a conversation", value={"content": "remember: the project uses PostgreSQL 15", "conversation_id": None}, request_only=True),
+    OpenApiExample("Continue a conversation", value={"content": "What do you know about me?", "conversation_id": 12}, request_only=True),
+    OpenApiExample(
+        "Memory committed",
+        value={
+            "turn_id": "4f1c0b6e2a9d4c77b1e0c3a5d6f7e8a9", "conversation_id": 12, "message_id": 87,
+            "reply": "Done: I added that to my notes. It is saved when this reply completes.",
+            "model": "gpt-4o-mini",
+            "memory": {"status": "committed", "message": "Memory saved.", "operation_count": 1,
+                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": ""},
+        },
+        response_only=True, status_codes=["200"],
+    ),
+    OpenApiExample(
+        "Memory read failed (the answer still comes)",
+        value={
+            "turn_id": "9a8b7c6d5e4f40312a1b2c3d4e5f6a7b", "conversation_id": 12, "message_id": 88,
+            "reply": "Hello! I could not read your memory this time, so I am answering without it.",
+            "model": "gpt-4o-mini",
+            "memory": {"status": "unavailable", "message": "Memory could not be read this turn: the answer was "
+                       "given without it and nothing was saved.", "operation_count": 0, "changed": [],
+                       "usage": None, "code": ""},
+        },
+        response_only=True, status_codes=["200"],
+    ),
+    OpenApiExample(
+        "Model failed after staging",
+        value={
+            "turn_id": "0c1d2e3f4a5b46789c0d1e2f3a4b5c6d", "conversation_id": 12, "code": "model_failed_after_staging",
+            "detail": "The model failed after proposing a memory change, so nothing was saved and no fallback "
+                      "model ran. Send your message again.",
+            "memory": {"status": "discarded", "message": "The turn did not complete, so its memory changes were "
+                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": ""},
+        },
+        response_only=True, status_codes=["502"],
+    ),
+]
+
+
+def _turn_response(result: TurnResult) -> dict:
+    return {
+        "turn_id": result.turn_id,
+        "conversation_id": result.conversation_id,
+        "message_id": result.message_id,
+        "reply": result.reply,
+        "model": result.model,
+        "memory": result.memory.as_dict(),
+    }
+
+
+def _failure_response(failure: TurnFailed) -> Response:
+    body = {
+        "turn_id": failure.turn_id,
+        "conversation_id": failure.conversation_id,
+        "code": failure.code,
+        "detail": failure.message,
+        "memory": failure.memory.as_dict(),
+    }
+    return Response(body, status=FAILURE_STATUS.get(failure.code, 502))
+
+
+class TurnView(AsyncAPIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat_turns"
+
+    @extend_schema(
+        operation_id="chat_turn_create",
+        summary="Run one chat turn",
+        description=(
+            "Sends a message, waits for the complete answer and commits any memory change the agent "
+            "staged, only after the answer is complete. If the request is cancelled or the client "
+            "disconnects first, nothing is committed. `memory.status` is one of committed, "
+            "nothing_to_commit, unavailable, disabled, discarded, rejected."
+        ),
+        request=TurnRequestSerializer,
+        responses={
+            200: TurnResponseSerializer,
+            400: OpenApiResponse(description="Invalid body (empty or too long message)."),
+            404: OpenApiResponse(description="The conversation is not yours or does not exist."),
+            429: OpenApiResponse(description="Too many turns; wait and retry."),
+            500: TurnFailureSerializer,
+            502: TurnFailureSerializer,
+        },
+        examples=TURN_EXAMPLES,
+        tags=["chat"],
+    )
+    async def post(self, request):
+        serializer = TurnRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = await run_turn(
+                user=request.user,
+                content=serializer.validated_data["content"],
+                conversation_id=serializer.validated_data.get("conversation_id"),
+                cancel_event=threading.Event(),
+            )
+        except ConversationNotFound as exc:
+            raise NotFound(str(exc)) from None
+        except TurnFailed as failure:
+            return _failure_response(failure)
+        return Response(_turn_response(result))
+
+
+class HasEvalServiceToken(permissions.BasePermission):
+    """The eval route answers only callers holding EVAL_SERVICE_TOKEN; unset, it does not exist."""
+
+    message = "Send Authorization: Bearer <EVAL_SERVICE_TOKEN>."
+
+    def has_permission(self, request, view) -> bool:
+        token = settings.EVAL_SERVICE_TOKEN
+        if not token:
+            raise Http404("Not found.")
+        sent = request.META.get("HTTP_AUTHORIZATION", "")
+        return hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+
+
+class EvalTurnView(AsyncAPIView):
+    # A service token is not a person: no session, no user, so no memory.
+    authentication_classes: list = []
+    permission_classes = [HasEvalServiceToken]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat_turns"
+
+    @extend_schema(
+        operation_id="eval_turn_create",
+        summary="Run one memory-free evaluation turn",
+        description=(
+            "For evaluation traffic with a service token (Authorization: Bearer <token>). Runs the "
+            "memory-free agent: no memory block, no memory tool, nothing read or written, nothing stored. "
+            "Answers 404 when EVAL_SERVICE_TOKEN is not set."
+        ),
+        request=EvalTurnRequestSerializer,
+        responses={200: EvalTurnResponseSerializer, 403: OpenApiResponse(description="Wrong or missing token."),
+                   404: OpenApiResponse(description="The route is off (no EVAL_SERVICE_TOKEN).")},
+        examples=[
+            OpenApiExample("Evaluation prompt", value={"content": "Summarise the plot of Hamlet in one line."}, request_only=True),
+            OpenApiExample("Evaluation answer", value={"turn_id": "5e6f7a8b9c0d41e2f3a4b5c6d7e8f9a0",
+                           "reply": "A prince avenges his father and everyone dies.", "model": "gpt-4o-mini"},
+                           response_only=True, status_codes=["200"]),
+        ],
+        auth=[],
+        tags=["eval"],
+    )
+    async def post(self, request):
+        serializer = EvalTurnRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = await run_eval_turn(content=serializer.validated_data["content"])
+        except TurnFailed as failure:
+            return _failure_response(failure)
+        return Response({"turn_id": result.turn_id, "reply": result.reply, "model": result.model})
+
+
+class ConversationListView(generics.ListAPIView):
+    serializer_class = ConversationSerializer
+
+    def get_queryset(self):
+        return Conversation.objects.filter(user=self.request.user)
+
+    @extend_schema(summary="Delete all of your conversations", responses={200: DeletedSerializer}, tags=["chat"])
+    def delete(self, request):
+        deleted = Conversation.objects.filter(user=request.user).count()
+        Conversation.objects.filter(user=request.user).delete()
+        return Response({"deleted": deleted})
+
+
+class ConversationDetailView(generics.RetrieveDestroyAPIView):
+    serializer_class = ConversationSerializer
+
+    def get_queryset(self):
+        return Conversation.objects.filter(user=self.request.user)
+
+
+class ConversationMessagesView(generics.ListAPIView):
+    serializer_class = MessageSerializer
+
+    def get_queryset(self):
+        conversation = Conversation.objects.filter(pk=self.kwargs["pk"], user=self.request.user).first()
+        if conversation is None:
+            raise NotFound("No conversation of yours has this id.")
+        return conversation.messages.all()

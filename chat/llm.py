@@ -1,0 +1,97 @@
+"""The model client: one `AsyncOpenAI` built from settings, or the offline demo.
+
+With `OPENAI_API_KEY` set it talks to `OPENAI_BASE_URL` (OpenAI, Azure
+OpenAI, Ollama, vLLM, llama.cpp: anything that speaks Chat Completions).
+Without a key it talks to `chat.demo_model` through `httpx2.MockTransport`,
+so the real client, streaming and tool-call code run either way. The client
+is built once per process by `chat.agents` and closed at shutdown.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import httpx2
+from django.conf import settings
+from openai import AsyncOpenAI
+
+from .demo_model import DemoModel
+
+DEMO_MODEL_NAME = "demo"
+DEMO_BASE_URL = "http://demo-model.invalid/v1"
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The settings that shape a client; a change means a new client."""
+
+    api_key: str = field(repr=False)
+    base_url: str
+    model: str
+    fallback_model: str
+    timeout: float
+    max_retries: int
+
+    @property
+    def is_demo(self) -> bool:
+        return not self.api_key
+
+
+def model_settings() -> ModelSettings:
+    """Return the model settings in force now."""
+    return ModelSettings(
+        api_key=settings.OPENAI_API_KEY,
+        base_url=settings.OPENAI_BASE_URL,
+        model=settings.OPENAI_MODEL,
+        fallback_model=settings.OPENAI_FALLBACK_MODEL,
+        timeout=settings.OPENAI_TIMEOUT,
+        max_retries=settings.OPENAI_MAX_RETRIES,
+    )
+
+
+@dataclass
+class LLM:
+    client: AsyncOpenAI
+    model: str
+    fallback_model: str = ""
+    demo: DemoModel | None = field(default=None, repr=False)
+
+    @property
+    def is_demo(self) -> bool:
+        return self.demo is not None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The primary model, then the fallback if one is configured."""
+        return (self.model, self.fallback_model) if self.fallback_model else (self.model,)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def build_llm(config: ModelSettings | None = None) -> LLM:
+    """Return a client for the configured model, or for the demo without a key."""
+    config = config or model_settings()
+    if not config.is_demo:
+        client = AsyncOpenAI(
+            api_key=config.api_key,
+            base_url=config.base_url or None,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+        )
+        return LLM(client=client, model=config.model, fallback_model=config.fallback_model)
+
+    demo = DemoModel(primary_model=DEMO_MODEL_NAME, delay_ms=lambda: settings.DEMO_MODEL_DELAY_MS)
+    client = AsyncOpenAI(
+        api_key="demo-offline",
+        base_url=DEMO_BASE_URL,
+        timeout=config.timeout,
+        # The demo fails on purpose; a retry would only hide that.
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(demo.handle)),
+    )
+    return LLM(client=client, model=DEMO_MODEL_NAME, fallback_model=config.fallback_model, demo=demo)
+
+
+def demo_model_in_use() -> bool:
+    """Return True when no API key is set, so the chat runs on the demo model."""
+    return model_settings().is_demo

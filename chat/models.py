@@ -1,0 +1,50 @@
+"""Conversations and their messages: the chat's event log.
+
+This is history, not memory. It may hold stale facts, temporary details and
+untrusted text, so nothing here is ever injected into a prompt as memory;
+only the last messages of the same conversation are sent back to the model
+as context. A message records what memory did during its turn
+(`memory_outcome`) and the tool calls of that turn as metadata only (names,
+counts, statuses), never the tool arguments.
+"""
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=120, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_conversation_user_recent")]
+
+    def __str__(self):
+        return f"Conversation {self.pk} of user {self.user_id}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    # The memory outcome of the turn this message belongs to: committed,
+    # nothing_to_commit, unavailable, disabled, discarded or rejected.
+    memory_outcome = models.CharField(max_length=24, blank=True)
+    turn_id = models.CharField(max_length=32, blank=True, db_index=True)
+    # Tool calls of the turn as metadata only: [{"tool", "status", "operation_count"}].
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self):
+        return f"{self.role} message {self.pk} in conversation {self.conversation_id}"

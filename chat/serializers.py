@@ -1,0 +1,87 @@
+"""Request and response shapes of the chat API (also the OpenAPI schema)."""
+from django.conf import settings
+from rest_framework import serializers
+
+from .models import Conversation, Message
+from .turns import OUTCOME_MESSAGES
+
+
+class EvalTurnRequestSerializer(serializers.Serializer):
+    content = serializers.CharField(trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters.")
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Write a message; it is empty.")
+        limit = settings.CHAT_MAX_MESSAGE_CHARS
+        if len(value) > limit:
+            raise serializers.ValidationError(f"The message has {len(value):,} characters; the limit is {limit:,}. Shorten it.")
+        return value
+
+
+class TurnRequestSerializer(EvalTurnRequestSerializer):
+    conversation_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="null (or absent) starts a new conversation."
+    )
+
+
+class DocumentUsageSerializer(serializers.Serializer):
+    used = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    entries = serializers.IntegerField()
+    label = serializers.CharField()
+
+
+class MemoryUsageSerializer(serializers.Serializer):
+    user = DocumentUsageSerializer()
+    memory = DocumentUsageSerializer()
+
+
+class MemoryOutcomeSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=sorted(OUTCOME_MESSAGES))
+    message = serializers.CharField()
+    operation_count = serializers.IntegerField()
+    changed = serializers.ListField(child=serializers.ChoiceField(choices=["user", "memory"]))
+    usage = MemoryUsageSerializer(allow_null=True, help_text="Usage after a commit; null otherwise. Never content.")
+    code = serializers.CharField(allow_blank=True)
+
+
+class TurnResponseSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    conversation_id = serializers.IntegerField(allow_null=True)
+    message_id = serializers.IntegerField(allow_null=True)
+    reply = serializers.CharField(allow_blank=True)
+    model = serializers.CharField()
+    memory = MemoryOutcomeSerializer()
+
+
+class TurnFailureSerializer(serializers.Serializer):
+    turn_id = serializers.CharField(allow_blank=True)
+    conversation_id = serializers.IntegerField(allow_null=True)
+    code = serializers.CharField()
+    detail = serializers.CharField()
+    memory = MemoryOutcomeSerializer()
+
+
+class EvalTurnResponseSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    reply = serializers.CharField(allow_blank=True)
+    model = serializers.CharField()
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Message
+        fields = ["id", "role", "content", "memory_outcome", "turn_id", "created_at"]
+        read_only_fields = fields
+
+
+class DeletedSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="How many conversations were deleted.")
