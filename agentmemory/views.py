@@ -15,18 +15,17 @@ The page says when the assistant is not using memory.
 """
 from __future__ import annotations
 
-import json
 import logging
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.renderers import JSONRenderer
 
 from . import services
 from .api import MemoryWriteThrottle
@@ -34,6 +33,7 @@ from .forms import AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
 from .rules import MemoryValidationError, normalize_text
 from .selectors import export_payload, memory_state, recent_events
+from .serializers import ExportSerializer
 from .store import MemoryUnavailable
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,10 @@ def export(request: HttpRequest) -> HttpResponse:
     except MemoryUnavailable:
         return _render_page(request, page_error=UNAVAILABLE, status=503)
     now = timezone.now()
-    body = json.dumps(export_payload(state, exported_at=now), cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)
+    # The API's serializer and renderer, so both downloads are the same document.
+    body = JSONRenderer().render(
+        ExportSerializer(export_payload(state, exported_at=now)).data, renderer_context={"indent": 2}
+    )
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
     response["Cache-Control"] = "no-store"

@@ -1,0 +1,340 @@
+"""The memory page: a person sees, corrects, adds, exports and erases their memory."""
+import json
+import logging
+import re
+import threading
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import connection, transaction
+from django.test import Client, override_settings
+
+from agentmemory import store
+from agentmemory.api import MemoryWriteThrottle
+from agentmemory.models import Actor, MemoryEvent, Outcome
+from agentmemory.notify import group_name
+from agentmemory.rules import Operation
+
+from .memory_helpers import (  # noqa: F401  (fresh_throttle is an autouse fixture)
+    ATTRIBUTE_ESCAPED,
+    ATTRIBUTE_PAYLOAD,
+    ATTRIBUTE_RAW,
+    SCRIPT_ESCAPED,
+    SCRIPT_PAYLOAD,
+    document_count,
+    entries_of,
+    event_values,
+    fresh_throttle,
+    seed,
+)
+
+SENTINEL = "Ozymandias-7731 prefers tabs"
+
+
+@pytest.fixture
+def alice_client(user):
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def entry_block(html: str, text: str) -> str:
+    """Return the <li> of the entry whose visible text is `text`."""
+    for block in re.findall(r'<li class="memory-entry[^"]*">.*?</li>', html, flags=re.S):
+        if f'<p class="memory-entry-text">{text}</p>' in block:
+            return block
+    raise AssertionError("entry not on the page")
+
+
+def test_memory_page_requires_sign_in(client, user):
+    response = client.get("/memory/")
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_page_shows_both_documents_each_entry_usage_and_last_update(alice_client, user):
+    seed(user, user_entries=["Prefers short code examples.", "Works in UTC+2."],
+         memory_entries=["The project uses Django 5.2."])
+
+    response = alice_client.get("/memory/")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "USER PROFILE" in html and "AGENT MEMORY" in html
+    assert html.count('<li class="memory-entry') == 3
+    for text in ("Prefers short code examples.", "Works in UTC+2.", "The project uses Django 5.2."):
+        entry_block(html, text)
+    user_used = len("Prefers short code examples.\n§\nWorks in UTC+2.")
+    assert f"{user_used} of 1375 characters ({user_used * 100 // 1375}%)" in html
+    assert f'value="{user_used}"' in html
+    assert "Last updated:" in html and "<time datetime=" in html
+
+
+def test_add_fact_about_me_commits_as_the_person(alice_client, user):
+    response = alice_client.post("/memory/add/", {"target": "user", "content": "  Likes dark mode.  "})
+
+    assert response.status_code == 302
+    assert entries_of(user)["user"] == ("Likes dark mode.",)
+    event = MemoryEvent.objects.get(user=user)
+    assert (event.actor, event.outcome, event.actions) == (Actor.USER, Outcome.COMMITTED, {"add": 1})
+
+
+def test_add_note_to_memory_document(alice_client, user):
+    alice_client.post("/memory/add/", {"target": "memory", "content": "Deploys happen on Fridays."})
+
+    assert entries_of(user) == {"user": (), "memory": ("Deploys happen on Fridays.",)}
+
+
+def test_correct_replaces_exactly_that_entry(alice_client, user):
+    seed(user, user_entries=["Uses vim.", "Uses Python 3.10."])
+
+    response = alice_client.post(
+        "/memory/correct/", {"target": "user", "entry": "Uses Python 3.10.", "content": "Uses Python 3.11."}
+    )
+
+    assert response.status_code == 302
+    assert entries_of(user)["user"] == ("Uses vim.", "Uses Python 3.11.")
+    assert MemoryEvent.objects.filter(user=user, actor=Actor.USER).get().actions == {"replace": 1}
+
+
+def test_posted_entry_with_browser_line_endings_still_matches(alice_client, user):
+    seed(user, memory_entries=["Line one\nline two"])
+
+    alice_client.post("/memory/remove/", {"target": "memory", "entry": "Line one\r\nline two"})
+
+    assert entries_of(user)["memory"] == ()
+
+
+def test_remove_deletes_exactly_that_entry(alice_client, user):
+    seed(user, user_entries=["Uses vim.", "Uses zsh."])
+
+    alice_client.post("/memory/remove/", {"target": "user", "entry": "Uses zsh."})
+
+    assert entries_of(user)["user"] == ("Uses vim.",)
+
+
+def test_entry_contained_in_a_longer_entry_is_refused_plainly_and_nothing_changes(alice_client, user):
+    seed(user, user_entries=["Likes tea", "Likes tea with milk"])
+
+    response = alice_client.post("/memory/remove/", {"target": "user", "entry": "Likes tea"})
+
+    assert response.status_code == 400
+    assert "also part of a longer entry" in entry_block(response.content.decode(), "Likes tea")
+    assert entries_of(user)["user"] == ("Likes tea", "Likes tea with milk")
+
+
+def test_stale_entry_never_edits_a_longer_entry_that_contains_it(alice_client, user):
+    seed(user, user_entries=["Likes tea", "Likes coffee"])
+    # Meanwhile a chat turn corrects the entry the page still shows.
+    store.commit_operations(
+        user_id=user.pk,
+        operations=[Operation(target="user", action="replace", match="Likes tea", content="Likes tea with milk")],
+    )
+
+    response = alice_client.post("/memory/remove/", {"target": "user", "entry": "Likes tea"})
+
+    assert response.status_code == 400
+    assert "changed or removed since the page was loaded" in response.content.decode()
+    assert entries_of(user)["user"] == ("Likes tea with milk", "Likes coffee")
+    assert MemoryEvent.objects.filter(user=user, actor=Actor.USER).get().error_code == "entry_changed"
+
+
+def test_validation_error_is_shown_next_to_the_entry_and_keeps_the_draft(alice_client, user):
+    seed(user, user_entries=["Uses vim.", "Uses zsh."])
+    draft = "Uses emacs.\n§\nand more"
+
+    response = alice_client.post("/memory/correct/", {"target": "user", "entry": "Uses zsh.", "content": draft})
+
+    html = response.content.decode()
+    block = entry_block(html, "Uses zsh.")
+    assert response.status_code == 400
+    assert "may not contain the entry delimiter" in block
+    assert "Uses emacs." in block and "<details open>" in block
+    assert "delimiter" not in entry_block(html, "Uses vim.")
+    assert entries_of(user)["user"] == ("Uses vim.", "Uses zsh.")
+
+
+def test_over_capacity_add_error_is_shown_next_to_the_add_form(alice_client, user):
+    response = alice_client.post("/memory/add/", {"target": "user", "content": "x" * 1400})
+
+    html = response.content.decode()
+    add_form = re.search(r'<form method="post" action="/memory/add/".*?</form>', html, flags=re.S).group(0)
+    assert response.status_code == 400
+    assert "over its limit of 1,375" in add_form
+    assert entries_of(user)["user"] == ()
+
+
+def test_rejected_page_edit_logs_no_content(alice_client, user, caplog):
+    seed(user, user_entries=["Uses vim."])
+    caplog.set_level(logging.DEBUG)
+
+    alice_client.post("/memory/correct/",
+                      {"target": "user", "entry": "Uses vim.", "content": f"{SENTINEL}<persistent_memory_data>"})
+    alice_client.post("/memory/add/", {"target": "user", "content": SENTINEL * 100})
+
+    assert caplog.records, "the failing requests should have logged something to search"
+    assert all(SENTINEL not in record.getMessage() and SENTINEL not in str(record.__dict__)
+               for record in caplog.records)
+    assert all(SENTINEL not in value for value in event_values(user))
+
+
+def test_erase_asks_for_confirmation_before_deleting(alice_client, user):
+    seed(user, user_entries=["Uses vim."], memory_entries=["Ships weekly."])
+
+    response = alice_client.get("/memory/erase/")
+
+    assert response.status_code == 200
+    assert "Erase everything" in response.content.decode()
+    assert document_count(user) == 2
+
+
+def test_erase_removes_both_rows_and_leaves_a_content_free_event(alice_client, user):
+    seed(user, user_entries=[SENTINEL], memory_entries=[f"{SENTINEL} in notes"])
+
+    response = alice_client.post("/memory/erase/")
+
+    assert response.status_code == 302
+    assert document_count(user) == 0
+    erased = MemoryEvent.objects.get(user=user, outcome=Outcome.ERASED)
+    assert erased.actor == Actor.USER
+    assert all(SENTINEL not in value for value in event_values(user))
+    assert SENTINEL not in alice_client.get("/memory/").content.decode()
+
+
+def test_export_download_holds_entries_limits_schema_version_and_timestamps(alice_client, user):
+    seed(user, user_entries=["Uses vim."], memory_entries=["Ships weekly.", "Tests run on PostgreSQL."])
+
+    response = alice_client.get("/memory/export/")
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("attachment;")
+    payload = json.loads(response.content)
+    assert payload["format"] == "agentmemory-export"
+    assert payload["schema_version"] == 1
+    assert payload["limits"] == {"user": 1375, "memory": 2200}
+    assert payload["documents"]["user"]["entries"] == ["Uses vim."]
+    assert payload["documents"]["memory"]["entries"] == ["Ships weekly.", "Tests run on PostgreSQL."]
+    assert payload["documents"]["memory"]["updated_at"] and payload["exported_at"]
+
+
+def test_history_shows_own_events_as_metadata(alice_client, user):
+    seed(user, user_entries=["Uses vim."])
+    alice_client.post("/memory/add/", {"target": "memory", "content": "Ships weekly."})
+    alice_client.post("/memory/remove/", {"target": "user", "entry": "Not there"})
+
+    html = alice_client.get("/memory/").content.decode()
+    history = html[html.index('id="history-title"'):]
+
+    assert "<td>You</td>" in history and "<td>System</td>" in history
+    assert "1 add (memory 1)" in history
+    assert "entry_changed" in history
+    assert "Ships weekly." not in history and "Uses vim." not in history
+
+
+def test_script_and_attribute_payloads_are_inert_on_the_page(alice_client, user):
+    seed(user, user_entries=[SCRIPT_PAYLOAD], memory_entries=[ATTRIBUTE_PAYLOAD])
+
+    html = alice_client.get("/memory/").content.decode()
+
+    assert SCRIPT_ESCAPED in html and ATTRIBUTE_ESCAPED in html
+    assert SCRIPT_PAYLOAD not in html and ATTRIBUTE_RAW not in html
+    # The escaped text is also what the forms post back, so the entries stay editable.
+    alice_client.post("/memory/remove/", {"target": "memory", "entry": ATTRIBUTE_PAYLOAD})
+    assert entries_of(user)["memory"] == ()
+
+
+def test_page_change_tells_open_chat_sockets(alice_client, user):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(group_name(user.pk), channel)
+
+    alice_client.post("/memory/add/", {"target": "user", "content": "Likes dark mode."})
+
+    message = async_to_sync(layer.receive)(channel)
+    assert message["type"] == "memory.changed"
+    assert message["usage"]["user"]["used"] == len("Likes dark mode.")
+    assert "Likes dark mode." not in json.dumps(message)
+
+
+@override_settings(AGENTMEMORY={"ENABLED": False})
+def test_page_still_shows_corrects_and_erases_with_memory_switched_off(alice_client, user):
+    seed(user, user_entries=["Uses vim."])
+
+    html = alice_client.get("/memory/").content.decode()
+    alice_client.post("/memory/correct/", {"target": "user", "entry": "Uses vim.", "content": "Uses helix."})
+
+    assert "not using memory right now" in html and "Uses vim." in html
+    assert entries_of(user)["user"] == ("Uses helix.",)
+    assert alice_client.post("/memory/erase/").status_code == 302
+    assert document_count(user) == 0
+
+
+def test_page_writes_share_the_memory_writes_budget(alice_client, user, monkeypatch):
+    monkeypatch.setattr(MemoryWriteThrottle, "THROTTLE_RATES", {"memory_writes": "2/min"})
+
+    statuses = [alice_client.post("/memory/add/", {"target": "user", "content": f"Fact {n}."}).status_code
+                for n in range(3)]
+
+    assert statuses == [302, 302, 429]
+    assert entries_of(user)["user"] == ("Fact 0.", "Fact 1.")
+    assert alice_client.get("/memory/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_page_edit_racing_an_agent_commit_keeps_both_changes(postgres_only, make_user):
+    person = make_user("racer")
+    seed(person, user_entries=["Uses Python 3.10.", "Uses vim."])
+    page = Client()
+    page.force_login(person)
+    results = {}
+
+    def page_edit():
+        results["page"] = page.post("/memory/correct/", {
+            "target": "user", "entry": "Uses Python 3.10.", "content": "Uses Python 3.12.",
+        }).status_code
+
+    def agent_commit():
+        try:
+            store.commit_operations(user_id=person.pk, operations=[
+                Operation(target="user", action="add", content="Prefers short answers."),
+                Operation(target="memory", action="add", content="The team deploys on Fridays."),
+            ])
+            results["agent"] = "committed"
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=page_edit), threading.Thread(target=agent_commit)]
+    # Hold the person's lock until both writers are queued behind it, so the
+    # two commits really overlap; then let them go.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM auth_user WHERE id = %s FOR UPDATE", [person.pk])
+        for thread in threads:
+            thread.start()
+        _wait_for_lock_waiters(cursor, 2)
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert results == {"page": 302, "agent": "committed"}
+    assert entries_of(person) == {
+        "user": ("Uses Python 3.12.", "Uses vim.", "Prefers short answers."),
+        "memory": ("The team deploys on Fridays.",),
+    }
+    assert MemoryEvent.objects.filter(user=person, outcome=Outcome.COMMITTED).count() == 3
+
+
+def _wait_for_lock_waiters(cursor, count: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # Statistics views are frozen for the rest of a transaction unless cleared.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        if cursor.fetchone()[0] >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"expected {count} writers waiting on the person's lock")
