@@ -177,7 +177,20 @@ LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Every handler carries the redaction filter (agentmemory/telemetry.py):
+    # at any level, no handler may emit memory content, prompts or tool
+    # arguments. A handler added here must list "redact" too.
+    "filters": {"redact": {"()": "agentmemory.telemetry.RedactionFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Django's default handlers (its console and the mail_admins handler, which
+    # mails tracebacks with local values) have no filter: replace them, so
+    # Django's records reach the filtered root handler only.
+    "loggers": {
+        "django": {"handlers": [], "propagate": True},
+        "django.server": {"handlers": [], "propagate": True},
+    },
 }
