@@ -55,6 +55,7 @@ from .rules import (
     render_document,
     summarize,
 )
+from .telemetry import traced_commit
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
 # --- writes ------------------------------------------------------------------
 
 
+@traced_commit
 def commit_operations(
     *,
     user_id,

@@ -22,6 +22,7 @@ from .rules import (
     usage,
 )
 from .scope import get_memory_request, stage_operations
+from .telemetry import traced_tool
 
 TOOL_NAME = "memory_update"
 
@@ -63,6 +64,7 @@ MEMORY_UPDATE_TOOL = {
 }
 
 
+@traced_tool
 def handle_memory_update(arguments: str | Mapping) -> dict:
     """Stage a batch from the model on the current turn's ledger; return the reply."""
     request = get_memory_request()
