@@ -5,3 +5,6 @@ class AgentMemoryConfig(AppConfig):
     name = "agentmemory"
     verbose_name = "Agent memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import checks  # noqa: F401  (registers the system checks)

@@ -3,7 +3,12 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from agentmemory.telemetry import setup_telemetry
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Tracing (only with OTEL_EXPORTER_OTLP_ENDPOINT) must wrap the middleware
+# before the handler loads it.
+setup_telemetry()
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
