@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length, usage
+from .threats import is_blocked
 
 POLICY_VERSION = "v1"
 POLICY_DIR = Path(__file__).resolve().parent / "policy"
@@ -58,10 +59,13 @@ def load_policy(version: str = POLICY_VERSION) -> str:
 def render_entry_for_prompt(entry: str) -> str:
     """Return how one stored entry is shown to the model.
 
-    The identity for now. Threat scanning replaces an entry that matches a
-    threat pattern with a `[BLOCKED ...]` marker here, so a stored injection
-    never reaches the model even though it stays visible to its owner.
+    An entry that matches a threat pattern (patterns change after entries
+    are stored) becomes a `[BLOCKED ...]` marker, so a stored injection never
+    reaches the model while it stays visible to its owner, who can remove it.
     """
+    category = is_blocked(entry)
+    if category is not None:
+        return f"[BLOCKED: {category} — the user can review this entry on their memory page]"
     return entry
 
 
