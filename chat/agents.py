@@ -41,7 +41,7 @@ class AgentRegistry:
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
-        self.builds = 0
+        self.builds = 0  # since the last disposal; tests count cold builds with it
         self._shutdown_hooked = False
 
     def _lock(self) -> asyncio.Lock:
@@ -77,6 +77,7 @@ class AgentRegistry:
         llms = list(self._llms.values())
         self._agents.clear()
         self._llms.clear()
+        self.builds = 0
         for llm in llms:
             try:
                 await llm.aclose()
