@@ -184,19 +184,30 @@ def _redact_extras(record: logging.LogRecord, *, library: bool) -> None:
             continue
         if library and key not in _SAFE_LIBRARY_EXTRAS:
             setattr(record, key, REDACTED)
-        elif isinstance(value, str) and MEMORY_BLOCK.search(value):
-            setattr(record, key, redact_text(value))
+        elif isinstance(value, str):
+            if MEMORY_BLOCK.search(value):
+                setattr(record, key, redact_text(value))
+        elif not (value is None or isinstance(value, (bool, int, float))):
+            # An object's repr can carry anything: Django's `request` extra
+            # prints the full path with its query string.
+            setattr(record, key, f"<{type(value).__name__}>")
 
 
 def _redact_sql(record: logging.LogRecord) -> None:
-    sql = None
-    if isinstance(record.args, tuple) and len(record.args) >= 2:
-        sql = record.args[1] if record.msg.startswith("(") else record.args[0]
-    duration = getattr(record, "duration", None)
-    alias = getattr(record, "alias", None)
+    # Django logs "(%.3f) %s; args=%s; alias=%s" for queries and
+    # "%s; (params %r)" for schema changes, with `extra` copies of each.
+    args = record.args if isinstance(record.args, tuple) else ()
+    query_form = isinstance(record.msg, str) and record.msg.startswith("(") and len(args) >= 4
+    sql = args[1] if query_form else (args[0] if args else "")
+    duration = getattr(record, "duration", args[0] if query_form else None)
+    alias = getattr(record, "alias", args[3] if query_form else None)
     summary = sql_summary(sql if isinstance(sql, str) else "")
     record.msg = "(%s) %s [statement and parameters redacted]; alias=%s"
-    record.args = (f"{duration:.3f}" if isinstance(duration, float) else "?", summary, alias)
+    record.args = (
+        f"{duration:.3f}" if isinstance(duration, float) else "?",
+        summary,
+        alias if isinstance(alias, str) and alias.isidentifier() else "?",
+    )
     record.sql, record.params = summary, REDACTED
 
 
