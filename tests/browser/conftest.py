@@ -1,0 +1,209 @@
+"""A live daphne server and Debian's Chromium for the browser tests.
+
+The server is a real subprocess (`python -m daphne ... config.asgi:application`)
+on a free port, pointed at the very test database pytest-django created, with
+DEBUG off, the offline demo model and the in-memory channel layer. Browsers
+are driven through Playwright's sync API with `/usr/bin/chromium`; Playwright
+downloads nothing.
+
+Playwright's sync API keeps an asyncio loop marked as running in this thread
+for as long as it is started, and Django refuses ORM calls under a running
+loop. So Playwright lives only inside a test (set up after the database
+fixture, torn down before its flush), and tests reach the ORM through
+`helpers.orm()`, which runs the call in a worker thread.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(settings.BASE_DIR) / "artifacts" / "screenshots"
+# Words of the demo model's replies arrive this far apart, so a Stop can land
+# mid-stream and several deltas are visible before a reply completes.
+DEMO_DELAY_MS = 40
+STARTUP_SECONDS = 30
+
+# Counts the page's WebSockets that reached "open", so a test can wait until
+# the memory page listens before it changes memory elsewhere. It observes
+# only; the page's own code runs unchanged.
+OBSERVE_SOCKETS = """
+(() => {
+  const Native = window.WebSocket;
+  window.__socketsOpen = 0;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("open", () => { window.__socketsOpen += 1; });
+    }
+  };
+})();
+"""
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _database_url(settings_dict: dict) -> str:
+    """Return a DATABASE_URL for the test database this run created."""
+    name = str(settings_dict["NAME"])
+    if connection.vendor == "sqlite":
+        if name == ":memory:" or "mode=memory" in name:
+            pytest.fail("The browser tests need a file SQLite test database; the server is another process.")
+        return f"sqlite:///{Path(name).resolve()}"
+    if connection.vendor != "postgresql":
+        pytest.fail(f"The browser tests support SQLite and PostgreSQL, not {connection.vendor}.")
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = quote(settings_dict.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or "5432"
+    return f"postgres://{credentials}{host}:{port}/{quote(name, safe='')}"
+
+
+def _wait_for_port(process: subprocess.Popen, port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"The daphne server exited with {process.returncode} before listening:\n"
+                        f"{log_path.read_text(errors='replace')}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"The daphne server did not listen on port {port} within {STARTUP_SECONDS} s:\n"
+                f"{log_path.read_text(errors='replace')}")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's Chromium at /usr/bin/chromium: apt-get install -y chromium (.ci/run does)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def daphne_server(chromium_path, django_db_setup, django_db_blocker, request):
+    """Start one daphne server for the session against the test database."""
+    # After django_db_setup the connection's NAME is the test database's.
+    database_url = _database_url(connection.settings_dict)
+    port = _free_port()
+    env = dict(os.environ)
+    for name in ("REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "TEST_DB_NAME"):
+        env.pop(name, None)  # one process, the demo model, no tracing
+    env.update({
+        "DATABASE_URL": database_url,
+        "DEBUG": "0",
+        "SECRET_KEY": "browser-test-only-secret-key",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_COOKIES": "0",
+        "AGENTMEMORY_ENABLED": "1",
+        "DEMO_MODEL_DELAY_MS": str(DEMO_DELAY_MS),
+        "CHAT_TURN_RATE": "1000/min",
+        "MEMORY_WRITE_RATE": "1000/min",
+        "PYTHONUNBUFFERED": "1",
+    })
+    log = tempfile.NamedTemporaryFile(prefix="browser-daphne-", suffix=".log", delete=False)
+    log_path = Path(log.name)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+        cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    log.close()
+    server = LiveServer(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)
+    try:
+        _wait_for_port(process, port, log_path)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        # The log holds request lines and warnings, never memory content
+        # (tests assert so); it is shown only when something failed.
+        if request.session.testsfailed:
+            sys.stderr.write(f"\n--- daphne server log ({log_path}) ---\n{server.log()}\n")
+        log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def live_server_url(daphne_server, transactional_db) -> str:
+    return daphne_server.url
+
+
+@pytest.fixture
+def browser(chromium_path, live_server_url):
+    """Return a Chromium browser that lives for one test (see the module note)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def new_context(browser, live_server_url):
+    """Return a factory of browser contexts: one per person, like separate browsers."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(base_url=live_server_url, viewport={"width": 1200, "height": 820})
+        context.set_default_timeout(10_000)
+        context.add_init_script(OBSERVE_SOCKETS)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """Return a function that saves a full-page screenshot under artifacts/screenshots/."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(page, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}-{connection.vendor}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return save
