@@ -124,6 +124,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves from the app and project static directories in both DEBUG
+# modes (indexed once at start-up when DEBUG is off), so a server with
+# DEBUG=0 has its CSS and JS without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=not DEBUG)
