@@ -1,0 +1,294 @@
+"""Turn bench: what does memory add to a chat turn, end to end?
+
+It owns one question. N concurrent WebSocket clients (default 32), each
+signed in as its own person with a session cookie, send turns to a real
+daphne process serving `config.asgi:application`, with the offline demo
+model at zero delay, so the figures are our own overhead: the socket, the
+turn service, the conversation log, and (memory on) the snapshot read,
+the prompt block, staging and the locked commit. The same workload runs
+against a server with memory off and one with memory on, alternating
+`--rounds` times, and the bench prints turns per second, the median (p50)
+and p99 latency of a turn (send -> turn_completed), the server's CPU time
+per turn (robust when other work shares the machine), and on/off ratios.
+Target: p50 with memory on at most 1.10x memory off.
+
+Two workloads, each measured off and on: "read", plain messages only (every
+memory-on turn still reads the snapshot, compiles the block and offers the
+tool), and "mixed", where every 10th turn is a `remember:` and five turns
+later the matching `forget:` (memory stays within its limits for any run
+length). With memory off those two are ordinary one-round replies; with
+memory on they take a tool round and a commit, which is the cost a person
+actually sees when the agent writes.
+
+Run: `.venv/bin/python bench/turns.py [--clients 32] [--turns 20] [--rounds 2] [--workload both] [--json]`
+with DATABASE_URL naming a PostgreSQL server (default
+postgres://postgres@127.0.0.1:5432/test); the bench creates and drops its
+own database there. No memory content is printed. Each server's shutdown is
+checked too: the log must say the chat agents were disposed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _setup
+
+DATABASE_NAME = "agentmemory_bench_turns"
+TARGET_RATIO = 1.10
+TURN_TIMEOUT = 60
+
+
+# A remember/forget pair every N turns per client (0: plain turns only).
+WORKLOADS = {"read": 0, "mixed": 10}
+WORKLOAD_TEXT = {
+    "read": "plain turns only (memory on: read, prompt block and tool offered on every turn)",
+    "mixed": "a remember and a forget in every 10 turns (memory on: 2 model rounds and a commit in those)",
+}
+
+
+@dataclass
+class RunFigures:
+    memory: str
+    turns: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    samples_ns: list[int] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    all_turns: int = 0
+    disposed: list[bool] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def prepare_people(count: int) -> list[str]:
+    """Create `count` people with a little memory; return their session cookies."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from agentmemory import store
+    from agentmemory.models import Actor
+    from agentmemory.rules import Operation
+
+    cookies = []
+    for index in range(count):
+        user = get_user_model().objects.create_user(username=f"bench-{index}", password=None)
+        store.commit_operations(
+            user_id=user.pk,
+            operations=[
+                Operation("user", "add", content=f"Bench person {index} prefers short answers."),
+                Operation("memory", "add", content="The bench project runs on PostgreSQL."),
+            ],
+            actor=Actor.SYSTEM,
+        )
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies["sessionid"].value)
+    return cookies
+
+
+def start_server(*, database_url: str, memory: bool, port: int, log) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "AGENTMEMORY_ENABLED": "1" if memory else "0",
+        "DEMO_MODEL_DELAY_MS": "0",
+        "OPENAI_API_KEY": "",
+        "DEBUG": "0",
+        "SECRET_KEY": "bench-only-secret-key",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "LOG_LEVEL": "INFO",
+    }
+    env.pop("REDIS_URL", None)  # one process: the in-memory channel layer
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+        cwd=_setup.ROOT, env=env, stdout=log, stderr=log,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"daphne exited with {process.returncode} before listening; see its log above.")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("daphne did not start listening within 30 s.")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def message_for(client: int, turn: int, writes_every: int) -> str:
+    """Return turn `turn`'s message: mostly plain, with a remember/forget pair every `writes_every`."""
+    if writes_every:
+        step = turn % writes_every
+        if step == 1:
+            return f"remember: bench note {client}-{turn}"
+        if step == 1 + writes_every // 2:
+            return f"forget: bench note {client}-{turn - writes_every // 2}"
+    return "what do you know?"
+
+
+async def run_client(*, url: str, cookie: str, client: int, turns: int, warmup: int, writes_every: int,
+                     figures: RunFigures) -> None:
+    from websockets.asyncio.client import connect
+
+    async with connect(url, origin="http://127.0.0.1", additional_headers={"Cookie": f"sessionid={cookie}"},
+                       compression=None, max_size=None) as websocket:
+        conversation_id = None
+        for turn in range(warmup + turns):
+            content = message_for(client, turn, writes_every)
+            started = time.perf_counter_ns()
+            await websocket.send(json.dumps({"type": "user_message", "content": content,
+                                             "conversation_id": conversation_id}))
+            while True:
+                frame = json.loads(await asyncio.wait_for(websocket.recv(), TURN_TIMEOUT))
+                if frame["type"] == "turn_started":
+                    conversation_id = frame["conversation_id"]
+                if frame["type"] in ("turn_completed", "turn_failed", "error"):
+                    break
+            elapsed = time.perf_counter_ns() - started
+            if turn < warmup:
+                continue
+            if frame["type"] != "turn_completed":
+                figures.failed += 1
+                continue
+            figures.turns += 1
+            figures.samples_ns.append(elapsed)
+
+
+async def drive(*, port: int, cookies: list[str], turns: int, warmup: int, writes_every: int,
+                figures: RunFigures) -> None:
+    url = f"ws://127.0.0.1:{port}/ws/chat/"
+    started = time.perf_counter()
+    await asyncio.gather(*[
+        run_client(url=url, cookie=cookie, client=index, turns=turns, warmup=warmup, writes_every=writes_every,
+                   figures=figures)
+        for index, cookie in enumerate(cookies)
+    ])
+    figures.seconds += time.perf_counter() - started
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the user+system CPU time a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(*, database_url: str, memory: bool, cookies: list[str], turns: int, warmup: int, writes_every: int,
+            figures: RunFigures) -> None:
+    port = free_port()
+    with tempfile.TemporaryFile(mode="w+") as log:
+        process = start_server(database_url=database_url, memory=memory, port=port, log=log)
+        try:
+            before = cpu_seconds(process.pid)
+            asyncio.run(drive(port=port, cookies=cookies, turns=turns, warmup=warmup, writes_every=writes_every,
+                              figures=figures))
+            figures.cpu_seconds += cpu_seconds(process.pid) - before
+            figures.all_turns += len(cookies) * (turns + warmup)
+        finally:
+            stop_server(process)
+        log.seek(0)
+        text = log.read()
+    figures.disposed.append("chat agents disposed" in text)
+    if figures.failed:
+        tail = "\n".join(text.splitlines()[-20:])
+        print(f"(memory {figures.memory}: {figures.failed} turns failed; end of the server log:)\n{tail}",
+              file=sys.stderr)
+
+
+def summarize(run: RunFigures) -> dict:
+    latency = _setup.latency_figures(run.samples_ns)
+    return {
+        "turns": run.turns,
+        "failed": run.failed,
+        "turns_per_second": round(run.turns / run.seconds, 1) if run.seconds else 0.0,
+        "p50_ms": latency["median_ms"],
+        "p99_ms": latency["p99_ms"],
+        "server_cpu_ms_per_turn": round(run.cpu_seconds * 1000 / run.all_turns, 2) if run.all_turns else 0.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=32, help="concurrent WebSocket clients (default 32)")
+    parser.add_argument("--turns", type=int, default=20, help="measured turns per client per round (default 20)")
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured turns per client first (default 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="off/on alternations per workload (default 2)")
+    parser.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both",
+                        help="read: plain turns only; mixed: a remember/forget pair every 10 turns (default both)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    workloads = list(WORKLOADS) if args.workload == "both" else [args.workload]
+
+    runs = {(w, mode): RunFigures(memory=mode) for w in workloads for mode in ("off", "on")}
+    with _setup.bench_database(name=DATABASE_NAME) as database_url:
+        cookies = prepare_people(args.clients)
+        from django.db import connections
+
+        connections.close_all()
+        for workload in workloads:
+            # Off and on alternate, so a change in the machine's load hits both alike.
+            for _ in range(args.rounds):
+                for mode in ("off", "on"):
+                    measure(database_url=database_url, memory=mode == "on", cookies=cookies, turns=args.turns,
+                            warmup=args.warmup, writes_every=WORKLOADS[workload], figures=runs[(workload, mode)])
+
+    result: dict = {"clients": args.clients, "turns_per_client_per_round": args.turns, "rounds": args.rounds,
+                    "target_p50_ratio": TARGET_RATIO, "workloads": {}}
+    for workload in workloads:
+        off, on = summarize(runs[(workload, "off")]), summarize(runs[(workload, "on")])
+        result["workloads"][workload] = {
+            "memory_off": off,
+            "memory_on": on,
+            "p50_ratio_on_off": round(on["p50_ms"] / off["p50_ms"], 3),
+            "p99_ratio_on_off": round(on["p99_ms"] / off["p99_ms"], 3),
+            "throughput_ratio_on_off": round(on["turns_per_second"] / off["turns_per_second"], 3),
+            "cpu_ratio_on_off": round(on["server_cpu_ms_per_turn"] / off["server_cpu_ms_per_turn"], 3),
+        }
+    result["shutdown_disposed_agents"] = all(all(run.disposed) for run in runs.values())
+
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"Turn bench: {args.clients} WebSocket clients against one daphne process, demo model at zero delay; "
+              f"{args.turns} measured turns per client per run, memory off/on alternating {args.rounds}x")
+        for workload, figures in result["workloads"].items():
+            print(f"\nworkload {workload}: {WORKLOAD_TEXT[workload]}")
+            print(f"{'memory':<8}{'turns':>7}{'failed':>8}{'turns/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'CPU ms/turn':>13}")
+            for mode in ("off", "on"):
+                f = figures[f"memory_{mode}"]
+                print(f"{mode:<8}{f['turns']:>7}{f['failed']:>8}{f['turns_per_second']:>10}{f['p50_ms']:>10}"
+                      f"{f['p99_ms']:>10}{f['server_cpu_ms_per_turn']:>13}")
+            verdict = "meets" if figures["p50_ratio_on_off"] <= TARGET_RATIO else "MISSES"
+            print(f"on/off: p50 {figures['p50_ratio_on_off']:.3f}x ({verdict} the {TARGET_RATIO:.2f}x target), "
+                  f"p99 {figures['p99_ratio_on_off']:.3f}x, throughput {figures['throughput_ratio_on_off']:.3f}x, "
+                  f"server CPU per turn {figures['cpu_ratio_on_off']:.3f}x")
+        print(f"\ndaphne shutdown disposed the chat agents: {'yes' if result['shutdown_disposed_agents'] else 'NO'}")
+    failed = sum(run.failed for run in runs.values())
+    return 1 if failed or not result["shutdown_disposed_agents"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
