@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres bench migrate demo-accounts clean
+.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,12 @@ run: install
 test: install
 	@bash scripts/test.sh
 
+# Only the browser tests (Chromium at /usr/bin/chromium), on both databases.
+test-browser: install
+	@bash scripts/test.sh -m browser
+
 bench: install
 	@bash scripts/bench.sh
 
 clean:
-	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis
+	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis artifacts

@@ -40,7 +40,7 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(settings.BASE_DIR) / "artifacts" / "screenshots"
 # Words of the demo model's replies arrive this far apart, so a Stop can land
 # mid-stream and several deltas are visible before a reply completes.
-DEMO_DELAY_MS = 40
+DEMO_DELAY_MS = 50
 STARTUP_SECONDS = 30
 
 # Counts the page's WebSockets that reached "open", so a test can wait until
@@ -111,12 +111,16 @@ def _wait_for_port(process: subprocess.Popen, port: int, log_path: Path) -> None
 @pytest.fixture(scope="session")
 def chromium_path() -> Path:
     if not CHROMIUM.exists():
-        pytest.skip("needs Debian's Chromium at /usr/bin/chromium: apt-get install -y chromium (.ci/run does)")
+        reason = "needs Debian's Chromium at /usr/bin/chromium: apt-get install -y chromium (.ci/run does)"
+        # CI sets REQUIRE_BROWSER=1: there a missing browser is a failure, not a skip.
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
     return CHROMIUM
 
 
 @pytest.fixture(scope="session")
-def daphne_server(chromium_path, django_db_setup, django_db_blocker, request):
+def daphne_server(chromium_path, django_db_setup):
     """Start one daphne server for the session against the test database."""
     # After django_db_setup the connection's NAME is the test database's.
     database_url = _database_url(connection.settings_dict)
@@ -154,11 +158,21 @@ def daphne_server(chromium_path, django_db_setup, django_db_blocker, request):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
-        # The log holds request lines and warnings, never memory content
-        # (tests assert so); it is shown only when something failed.
-        if request.session.testsfailed:
-            sys.stderr.write(f"\n--- daphne server log ({log_path}) ---\n{server.log()}\n")
         log_path.unlink(missing_ok=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the server's log to a failed browser test's report, and only then.
+
+    The log holds request lines and warnings, never memory content (the
+    tests assert so with their distinctive facts).
+    """
+    report = yield
+    server = getattr(item, "funcargs", {}).get("daphne_server")
+    if report.failed and isinstance(server, LiveServer) and server.log_path.exists():
+        report.sections.append(("daphne server log", server.log()))
+    return report
 
 
 @pytest.fixture

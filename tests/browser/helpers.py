@@ -5,10 +5,12 @@ through `orm()` (Playwright is running in this thread).
 """
 from __future__ import annotations
 
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
 from playwright.sync_api import Page, expect
 
@@ -35,8 +37,17 @@ def orm(function, /, *args, **kwargs):
         return pool.submit(run).result()
 
 
+class _QuickHasher(PBKDF2PasswordHasher):
+    # The server verifies with the iteration count stored in the hash, so the
+    # real login form still checks this password; only the tests' setup (and
+    # a wrong attempt) skip the production cost of hashing.
+    iterations = 1_000
+
+
 def make_person(username: str, password: str):
-    return orm(lambda: get_user_model().objects.create_user(username=username, password=password))
+    hasher = _QuickHasher()
+    encoded = hasher.encode(password, hasher.salt())
+    return orm(lambda: get_user_model().objects.create(username=username, password=encoded))
 
 
 def seed(user, *, memory: tuple[str, ...] = (), about: tuple[str, ...] = ()) -> None:
@@ -93,6 +104,28 @@ def wait_for_reply(page: Page):
     return reply
 
 
+def record_frames(page: Page) -> list[str]:
+    """Return a list that fills with the type of every socket frame the page receives.
+
+    Call it before the page opens its socket; it follows the page across
+    navigations.
+    """
+    types: list[str] = []
+
+    def watch(socket) -> None:
+        socket.on("framereceived", lambda payload: types.append(_frame_type(payload)))
+
+    page.on("websocket", watch)
+    return types
+
+
+def _frame_type(payload) -> str:
+    try:
+        return str(json.loads(payload).get("type"))
+    except (TypeError, ValueError, AttributeError):
+        return "unreadable"
+
+
 def mark_document(page: Page) -> None:
     """Tag the current document, so a later check can tell whether it navigated."""
     page.evaluate("window.__sameDocument = true")
@@ -104,3 +137,11 @@ def same_document(page: Page) -> bool:
 
 def entry_texts(page: Page, target: str) -> list[str]:
     return page.locator(f"#document-{target} .memory-entry-text").all_inner_texts()
+
+
+def assert_not_logged(server, *texts: str) -> None:
+    """Fail when the server's log holds any of these memory texts."""
+    log = server.log()
+    leaked = [index for index, text in enumerate(texts) if text in log]
+    # Positions only: the assertion message must not repeat memory content.
+    assert not leaked, f"the server log holds memory text number(s) {leaked}"

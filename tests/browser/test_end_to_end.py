@@ -6,18 +6,19 @@ database holds. The fact strings are distinctive so a leak would be found.
 """
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from playwright.sync_api import expect
 
 from .helpers import (
+    assert_not_logged,
     entry_texts,
     make_person,
     mark_document,
     open_chat,
     open_memory_page,
+    record_frames,
     rows_of,
     same_document,
     seed,
@@ -46,12 +47,10 @@ RECORD_REPLY_TEXTS = """
 """
 
 
-def test_signed_in_person_sees_the_reply_stream_in_word_by_word(new_context, screenshot, daphne_server):
+def test_signed_in_person_sees_the_reply_stream_in_word_by_word(new_context, screenshot):
     make_person("alice", "pw-alice-123")
     page = new_context().new_page()
-    frames = []
-    page.on("websocket", lambda socket: socket.on(
-        "framereceived", lambda payload: frames.append(json.loads(payload)["type"])))
+    frames = record_frames(page)
 
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
@@ -91,6 +90,7 @@ def test_remembered_fact_appears_on_the_open_memory_page_then_is_corrected_and_r
     sign_in(chat, "alice", "pw-alice-123")
     wait_until_connected(chat)
     memory = context.new_page()
+    memory_frames = record_frames(memory)
     open_memory_page(memory)
     expect(memory.locator("#document-memory .memory-empty")).to_have_text("Nothing stored.")
     chat.bring_to_front()
@@ -100,6 +100,7 @@ def test_remembered_fact_appears_on_the_open_memory_page_then_is_corrected_and_r
     # No reload here: the open page must pick the change up by itself.
     expect(memory.locator("#document-memory .memory-entry-text")).to_have_text([fact])
     expect(memory.locator("[data-usage-label=memory]")).to_have_text(f"{len(fact)} of 2200 characters (1%)")
+    assert "memory_changed" in memory_frames, "the page learned of the change over its socket"
     reply = wait_for_reply(chat)
     expect(reply.locator(".outcome-committed")).to_contain_text("Memory saved")
     expect(chat.locator("#memory-usage")).to_contain_text("Notes")
@@ -121,8 +122,7 @@ def test_remembered_fact_appears_on_the_open_memory_page_then_is_corrected_and_r
     expect(memory.locator("#document-memory .memory-empty")).to_have_text("Nothing stored.")
     assert rows_of(alice) == []
     assert snapshot_of(alice).memory == ()
-    log = daphne_server.log()
-    assert "heron-7741" not in log and "osprey-7742" not in log, "the server log must never hold memory content"
+    assert_not_logged(daphne_server, fact, corrected, "heron-7741", "osprey-7742")
 
 
 def test_erase_all_asks_for_confirmation_and_then_empties_both_documents(new_context, screenshot):
@@ -150,7 +150,7 @@ def test_erase_all_asks_for_confirmation_and_then_empties_both_documents(new_con
     assert rows_of(alice) == []
 
 
-def test_stop_mid_stream_leaves_memory_unchanged(new_context, screenshot):
+def test_stop_mid_stream_leaves_memory_unchanged(new_context, screenshot, daphne_server):
     kept = "Backups run nightly at 02:00"
     alice = make_person("alice", "pw-alice-123")
     seed(alice, memory=(kept,))
@@ -159,6 +159,7 @@ def test_stop_mid_stream_leaves_memory_unchanged(new_context, screenshot):
     sign_in(chat, "alice", "pw-alice-123")
     wait_until_connected(chat)
     memory = context.new_page()
+    memory_frames = record_frames(memory)
     open_memory_page(memory)
     mark_document(memory)
     chat.bring_to_front()
@@ -185,17 +186,20 @@ def test_stop_mid_stream_leaves_memory_unchanged(new_context, screenshot):
     after = wait_for_reply(chat)
     expect(after.locator(".message-body")).to_contain_text(kept)
     expect(after.locator(".message-body")).not_to_contain_text("release train")
-    # No memory_changed reached the open memory page: it never navigated.
+    # No memory_changed reached the open memory page, and it never navigated.
+    assert "memory_changed" not in memory_frames
     assert same_document(memory)
     assert entry_texts(memory, "memory") == [kept]
+    assert_not_logged(daphne_server, kept, "release train")
 
 
-def test_second_persons_browser_never_shows_the_first_persons_memory(new_context, screenshot):
+def test_second_persons_browser_never_shows_the_first_persons_memory(new_context, screenshot, daphne_server):
     fact = "I maintain the heron-7741 billing service"
     alice = make_person("alice", "pw-alice-123")
     bob = make_person("bob", "pw-bob-123")
     alice_context, bob_context = new_context(), new_context()
     bob_memory = bob_context.new_page()
+    bob_frames = record_frames(bob_memory)
     sign_in(bob_memory, "bob", "pw-bob-123")
     open_memory_page(bob_memory)
     mark_document(bob_memory)
@@ -208,14 +212,16 @@ def test_second_persons_browser_never_shows_the_first_persons_memory(new_context
     assert rows_of(alice) == [("user", fact)]
     assert alice_context.request.get("/api/memory/").json()["documents"]["user"]["entries"] == [fact]
 
-    # Alice's commit sent no memory_changed to Bob's open page.
+    # Bob's open page did not navigate on Alice's commit.
     assert same_document(bob_memory)
     bob_memory.reload()
     expect(bob_memory.locator(".memory-document .memory-empty")).to_have_text(["Nothing stored.", "Nothing stored."])
-    assert "heron-7741" not in bob_memory.content()
+    leaked = "heron-7741" in bob_memory.content()
+    assert not leaked, "the second person's memory page shows the first person's fact"
     response = bob_context.request.get("/api/memory/")
     assert response.ok
-    assert "heron-7741" not in response.text()
+    leaked = "heron-7741" in response.text()
+    assert not leaked, "the second person's /api/memory/ holds the first person's fact"
     documents = response.json()["documents"]
     assert documents["user"]["entries"] == [] and documents["memory"]["entries"] == []
     screenshot(bob_memory, "memory-second-person")
@@ -225,5 +231,9 @@ def test_second_persons_browser_never_shows_the_first_persons_memory(new_context
     send(bob_chat, "What do you remember about me?")
     reply = wait_for_reply(bob_chat)
     expect(reply.locator(".message-body")).to_contain_text("I do not know anything about you yet")
-    assert "heron-7741" not in bob_chat.content()
+    leaked = "heron-7741" in bob_chat.content()
+    assert not leaked, "the second person's chat shows the first person's fact"
     assert rows_of(bob) == []
+    # Alice's commit reached none of Bob's sockets, however long he stayed.
+    assert "memory_changed" not in bob_frames
+    assert_not_logged(daphne_server, fact, "heron-7741")
