@@ -58,7 +58,9 @@
   function outcomeLine(memory) {
     if (!memory || !memory.status) return null;
     const label = OUTCOME_LABELS[memory.status] || memory.status;
-    const line = el("p", "outcome outcome-" + memory.status, label + ". " + (memory.message || ""));
+    // The server's message already says what the label says ("Memory saved."):
+    // show it alone, and the label only when there is none.
+    const line = el("p", "outcome outcome-" + memory.status, memory.message || label + ".");
     line.title = memory.status;
     return line;
   }
