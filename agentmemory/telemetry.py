@@ -645,7 +645,7 @@ class RedactingSpanExporter(SpanExporter):
 
 # --- setup -------------------------------------------------------------------
 
-_setup_lock = threading.Lock()
+_setup_lock = threading.RLock()
 _provider: TracerProvider | None = None
 _exporting = False
 
@@ -691,7 +691,7 @@ def uninstrument_django() -> None:
         instrumentor.uninstrument()
 
 
-def setup_telemetry(environ: Mapping[str, str] | None = None) -> bool:
+def setup_telemetry() -> bool:
     """Turn on tracing when an OTLP endpoint is configured; return whether it is on.
 
     Installs the tracer provider, the OTLP/HTTP exporter (behind the
@@ -701,19 +701,16 @@ def setup_telemetry(environ: Mapping[str, str] | None = None) -> bool:
     Call it before the ASGI/WSGI handler is built (config/asgi.py, wsgi.py).
     """
     global _exporting
-    env = os.environ if environ is None else environ
+    env = os.environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     if not (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         return False
-    if _exporting:
-        return True
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     with _setup_lock:
-        if _exporting:
-            return True
-        _exporting = True
-    add_span_exporter(OTLPSpanExporter(), batch=True)
-    instrument_django()
+        if not _exporting:
+            add_span_exporter(OTLPSpanExporter(), batch=True)
+            instrument_django()
+            _exporting = True
     return True
