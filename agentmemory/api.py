@@ -169,6 +169,13 @@ EXPORT_EXAMPLE = OpenApiExample(
 )
 
 UNAVAILABLE_RESPONSE = OpenApiResponse(MemoryErrorSerializer, description="Memory could not be read or written now.")
+NOT_SIGNED_IN_RESPONSE = OpenApiResponse(
+    MemoryErrorSerializer,
+    description="Not signed in: send Authorization: Token <key>, or the session cookie with the CSRF token.",
+)
+THROTTLED_RESPONSE = OpenApiResponse(
+    MemoryErrorSerializer, description="Too many memory changes (MEMORY_WRITE_RATE); wait and retry.",
+)
 
 
 # --- views -------------------------------------------------------------------
@@ -183,7 +190,7 @@ class MemoryView(MemoryAPIView):
         summary="Read your memory",
         description="Both documents of the signed-in person, each as a list of entries, with usage and "
                     "timestamps.",
-        responses={200: MemoryStateSerializer, 503: UNAVAILABLE_RESPONSE},
+        responses={200: MemoryStateSerializer, 403: NOT_SIGNED_IN_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=[STATE_EXAMPLE],
     )
     def get(self, request):
@@ -196,7 +203,8 @@ class MemoryView(MemoryAPIView):
         description="Delete both documents. The erase is recorded (without content) in your history. "
                     "Copies in database backups remain until their retention expires.",
         request=None,
-        responses={204: OpenApiResponse(description="Both documents are empty now."), 503: UNAVAILABLE_RESPONSE},
+        responses={204: OpenApiResponse(description="Both documents are empty now."), 403: NOT_SIGNED_IN_RESPONSE,
+                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
     )
     def delete(self, request):
         services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
@@ -215,7 +223,8 @@ class MemoryOperationsView(MemoryAPIView):
                     "batch commits or nothing does; capacity is checked after the batch. Unknown fields "
                     "are refused.",
         request=OperationBatchSerializer,
-        responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 503: UNAVAILABLE_RESPONSE},
+        responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=[*BATCH_EXAMPLES, COMMIT_EXAMPLE, *ERROR_EXAMPLES],
     )
     def post(self, request):
@@ -235,7 +244,7 @@ class MemoryExportView(MemoryAPIView):
         summary="Export your memory",
         description="Both documents as entry lists, with limits, schema version and timestamps. To restore, "
                     "send each entry back as an add operation to /api/memory/operations/.",
-        responses={200: ExportSerializer, 503: UNAVAILABLE_RESPONSE},
+        responses={200: ExportSerializer, 403: NOT_SIGNED_IN_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=[EXPORT_EXAMPLE],
     )
     def get(self, request):

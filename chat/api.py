@@ -17,7 +17,7 @@ import threading
 from adrf.views import APIView as AsyncAPIView
 from django.conf import settings
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -37,6 +37,12 @@ from .serializers import (
 from .turns import ConversationNotFound, TurnFailed, TurnResult, run_eval_turn, run_turn
 
 FAILURE_STATUS = {"internal_error": 500, "cancelled": 409}
+
+# DRF answers 403 on every route here when the credentials are missing or wrong.
+NOT_SIGNED_IN = OpenApiResponse(
+    description="Not signed in: send Authorization: Token <key>, or the session cookie with the CSRF token."
+)
+NOT_YOURS = OpenApiResponse(description="No conversation of yours has this id.")
 
 _USAGE_EXAMPLE = {
     "user": {"used": 564, "limit": 1375, "percent": 41, "entries": 2, "label": "41% — 564/1,375 chars"},
@@ -121,6 +127,7 @@ class TurnView(AsyncAPIView):
         responses={
             200: TurnResponseSerializer,
             400: OpenApiResponse(description="Invalid body (empty or too long message)."),
+            403: NOT_SIGNED_IN,
             404: OpenApiResponse(description="The conversation is not yours or does not exist."),
             429: OpenApiResponse(description="Too many turns; wait and retry."),
             500: TurnFailureSerializer,
@@ -175,7 +182,9 @@ class EvalTurnView(AsyncAPIView):
             "Answers 404 when EVAL_SERVICE_TOKEN is not set."
         ),
         request=EvalTurnRequestSerializer,
-        responses={200: EvalTurnResponseSerializer, 403: OpenApiResponse(description="Wrong or missing token."),
+        responses={200: EvalTurnResponseSerializer,
+                   400: OpenApiResponse(description="Invalid body (empty or too long message)."),
+                   403: OpenApiResponse(description="Wrong or missing token."),
                    404: OpenApiResponse(description="The route is off (no EVAL_SERVICE_TOKEN).")},
         examples=[
             OpenApiExample("Evaluation prompt", value={"content": "Summarise the plot of Hamlet in one line."}, request_only=True),
@@ -196,19 +205,25 @@ class EvalTurnView(AsyncAPIView):
         return Response({"turn_id": result.turn_id, "reply": result.reply, "model": result.model})
 
 
+@extend_schema_view(get=extend_schema(responses={200: ConversationSerializer(many=True), 403: NOT_SIGNED_IN}))
 class ConversationListView(generics.ListAPIView):
     serializer_class = ConversationSerializer
 
     def get_queryset(self):
         return Conversation.objects.filter(user=self.request.user)
 
-    @extend_schema(summary="Delete all of your conversations", responses={200: DeletedSerializer}, tags=["chat"])
+    @extend_schema(summary="Delete all of your conversations", responses={200: DeletedSerializer, 403: NOT_SIGNED_IN},
+                   tags=["chat"])
     def delete(self, request):
         deleted = Conversation.objects.filter(user=request.user).count()
         Conversation.objects.filter(user=request.user).delete()
         return Response({"deleted": deleted})
 
 
+@extend_schema_view(
+    get=extend_schema(responses={200: ConversationSerializer, 403: NOT_SIGNED_IN, 404: NOT_YOURS}),
+    delete=extend_schema(responses={204: None, 403: NOT_SIGNED_IN, 404: NOT_YOURS}),
+)
 class ConversationDetailView(generics.RetrieveDestroyAPIView):
     serializer_class = ConversationSerializer
 
@@ -216,6 +231,7 @@ class ConversationDetailView(generics.RetrieveDestroyAPIView):
         return Conversation.objects.filter(user=self.request.user)
 
 
+@extend_schema_view(get=extend_schema(responses={200: MessageSerializer(many=True), 403: NOT_SIGNED_IN, 404: NOT_YOURS}))
 class ConversationMessagesView(generics.ListAPIView):
     serializer_class = MessageSerializer
 

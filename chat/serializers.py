@@ -6,8 +6,17 @@ from .models import Conversation, Message
 from .turns import OUTCOME_MESSAGES
 
 
+class StrictCharField(serializers.CharField):
+    """A string as sent: a number or boolean is refused, not turned into text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class EvalTurnRequestSerializer(serializers.Serializer):
-    content = serializers.CharField(trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters.")
+    content = StrictCharField(trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters.")
 
     def validate_content(self, value: str) -> str:
         if not value.strip():
