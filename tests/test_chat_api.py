@@ -13,7 +13,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from agentmemory.models import MemoryDocument, MemoryEvent, Outcome
 from chat.models import Conversation, Message
-from tests.chat_helpers import aseed, db, demo, events_of, fresh_agents, snapshot_of, wait_for  # noqa: F401
+from tests.chat_helpers import db, demo, events_of, fresh_agents, wait_for  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,12 +11,10 @@ from tests.chat_helpers import (  # noqa: F401
     aseed,
     connect,
     db,
-    demo,
     events_of,
     fresh_agents,
     receive_until,
     snapshot_of,
-    wait_for,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from agentmemory import store
-from agentmemory.models import MemoryDocument, MemoryEvent, Outcome
+from agentmemory.models import MemoryDocument, Outcome
 from agentmemory.rules import Operation
 from chat.agents import chat_agent, memory_free_agent, registry
 from chat.models import Conversation, Message
