@@ -207,8 +207,15 @@ def measure(*, database_url: str, memory: bool, cookies: list[str], turns: int, 
                               figures=figures))
             figures.cpu_seconds += cpu_seconds(process.pid) - before
             figures.all_turns += len(cookies) * (turns + warmup)
-        finally:
+        except Exception:
             stop_server(process)
+            log.seek(0)
+            tail = "\n".join(log.read().splitlines()[-30:])
+            print(f"(memory {figures.memory}: the run failed; end of the server log:)\n{tail}", file=sys.stderr)
+            raise
+        finally:
+            if process.poll() is None:
+                stop_server(process)
         log.seek(0)
         text = log.read()
     figures.disposed.append("chat agents disposed" in text)
