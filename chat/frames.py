@@ -53,7 +53,7 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
         raise FrameError("frame_too_large", f"The frame is too large; messages hold at most {max_chars:,} characters.")
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
         raise FrameError("malformed_json", "The frame is not valid JSON; send a JSON object with a \"type\".") from None
     if not isinstance(data, dict):
         raise FrameError("malformed_frame", "Send a JSON object with a \"type\".")
@@ -65,6 +65,11 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
     content = data.get("content")
     if not isinstance(content, str) or not content.strip():
         raise FrameError("invalid_content", "\"content\" must be a non-empty string.")
+    if not _storable(content):
+        # The REST API refuses these too (DRF's CharField); no database can store them as text.
+        raise FrameError(
+            "invalid_content", "\"content\" must not contain NUL characters or lone surrogates; remove them and send again."
+        )
     if len(content) > max_chars:
         raise FrameError(
             "message_too_long", f"The message has {len(content):,} characters; the limit is {max_chars:,}. Shorten it."
@@ -75,3 +80,13 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
     ):
         raise FrameError("invalid_conversation_id", "\"conversation_id\" must be null or the id of your conversation.")
     return UserMessage(content=content, conversation_id=conversation_id)
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, e.g. from "\\ud800" in the JSON
+        return False
+    return True
