@@ -5,6 +5,13 @@ It authenticates (anonymous sockets are closed with 4401), parses frames
 `cancel` frame or a disconnect can stop it, and relays the turn's frames.
 It also joins the person's memory group, so a commit from any socket or the
 memory page reaches every open page as `memory_changed`.
+
+The channel layer (Redis when several processes serve) carries only that
+fan-out, so its failure must not end the chat: joining the group and
+receiving from the layer are guarded. While the layer is down the socket
+chats on without live updates, a warning says so, and it rejoins the group
+once the layer answers again (a turn's outcome also says when its change
+could not be announced).
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ from .turns import TurnError, run_turn
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+# How long a socket waits before asking a failed channel layer again.
+LAYER_RETRY_SECONDS = 2.0
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -32,23 +41,76 @@ class ChatConsumer(AsyncWebsocketConsumer):
     turn: asyncio.Task | None = None
     cancel_event: threading.Event | None = None
     closed = False
+    in_group = False
+    _layer_receive = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._group_known = asyncio.Event()
+
+    # AsyncConsumer.__call__ assigns `channel_receive` and ends the socket if
+    # it raises; this property hands it a receive that survives a failing layer.
+    @property
+    def channel_receive(self):
+        return self._receive_from_layer
+
+    @channel_receive.setter
+    def channel_receive(self, receive) -> None:
+        self._layer_receive = receive
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         # Accept, then close: a browser sees the 4401 code only after a handshake.
         await self.accept()
         if user is None or not user.is_authenticated:
+            self._group_known.set()
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.user = user
         self.group = group_name(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self._join_group()
+        self._group_known.set()
 
     async def disconnect(self, code) -> None:
         self.closed = True
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.group and self.in_group:
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except Exception as exc:  # the group entry expires by itself
+                logger.warning("chat socket left its memory group uncleanly: channel layer error %s",
+                               type(exc).__name__)
         await self._stop_turn()
+
+    async def _join_group(self, *, quiet: bool = False) -> bool:
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        except Exception as exc:
+            if not quiet:
+                logger.warning("chat socket has no live memory updates: channel layer error %s; check REDIS_URL "
+                               "and that Redis is up (the socket rejoins when it answers)", type(exc).__name__)
+            self.in_group = False
+            return False
+        self.in_group = True
+        return True
+
+    async def _receive_from_layer(self) -> dict:
+        """Return the next group message; while the layer fails, wait and rejoin."""
+        await self._group_known.wait()
+        if self.group is None:
+            await asyncio.Future()  # not signed in: no group, nothing to receive until the socket ends
+        while True:
+            if not self.in_group:
+                await asyncio.sleep(LAYER_RETRY_SECONDS)
+                if not await self._join_group(quiet=True):
+                    continue
+                logger.info("chat socket rejoined its memory group: live memory updates are back")
+            try:
+                return await self._layer_receive()
+            except Exception as exc:
+                logger.warning("chat socket stopped receiving live memory updates: channel layer error %s; "
+                               "check REDIS_URL and that Redis is up (the socket rejoins when it answers)",
+                               type(exc).__name__)
+                self.in_group = False
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
         if self.user is None:

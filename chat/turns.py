@@ -15,6 +15,9 @@ the invariants are tested once, here:
 - If the primary model fails after something was staged, no fallback runs
   in that ledger: the turn fails. A fallback runs only when nothing was
   staged, as a fresh attempt with a fresh scope.
+- An unreachable database does not stop the answer either: the turn runs
+  from this message alone, memory "unavailable", and stores nothing (the
+  conversation log is skipped, not queued for later).
 
 Frames for a live client go through `emit` (turn_started, delta, tool,
 turn_completed, turn_failed); `run_turn` also returns the result or raises
@@ -31,7 +34,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import close_old_connections, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 from agentmemory import notify, store
@@ -50,6 +53,8 @@ Emit = Callable[[dict], Awaitable[None]]
 
 # Earlier messages of the conversation sent as context (the event log, not memory).
 HISTORY_MESSAGES = 20
+# A database that cannot be reached (not one that refuses a value): the turn answers without it.
+UNREACHABLE = (OperationalError, InterfaceError)
 TITLE_CHARS = 60
 
 COMMITTED = "committed"
@@ -70,6 +75,11 @@ OUTCOME_MESSAGES = {
         "memory (it may have been edited meanwhile). Ask again to retry."
     ),
 }
+
+
+NOT_ANNOUNCED_MESSAGE = (
+    "Memory saved, but your other open pages were not told (live updates are unavailable); reload them to see it."
+)
 
 
 @dataclass(frozen=True)
@@ -216,10 +226,11 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
 
 @dataclass
 class _Prepared:
-    conversation_id: int
-    user_message_id: int
+    conversation_id: int | None
+    user_message_id: int | None
     history: list[dict]
     snapshot: Snapshot | None
+    logged: bool = True  # False: the database was unreachable; nothing of this turn is stored
 
 
 @dataclass
@@ -351,19 +362,28 @@ class _Turn:
 
     async def _committed(self, result: store.CommitResult, count: int) -> MemoryOutcome:
         usage = notify.usage_payload(result.snapshot, self.limits)
+        message = "" if result.changed else "Memory already held this; nothing changed."
         if result.changed:
-            await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))
+            announced = await asyncio.shield(
+                notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits)
+            )
+            if not announced:  # the channel layer failed: say so rather than leave other pages stale
+                message = NOT_ANNOUNCED_MESSAGE
         return MemoryOutcome(
-            COMMITTED, operation_count=count, changed=tuple(result.changed), usage=usage,
-            message="" if result.changed else "Memory already held this; nothing changed.",
+            COMMITTED, operation_count=count, changed=tuple(result.changed), usage=usage, message=message,
         )
 
     async def _complete(self, attempt: AttemptResult, outcome: MemoryOutcome) -> TurnResult:
-        message_id, created_at = await asyncio.shield(_in_thread(
-            _store_reply, conversation_id=self.prepared.conversation_id,
-            user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=attempt.text,
-            outcome=outcome.status, metadata=self._metadata(model=attempt.model),
-        ))
+        message_id = created_at = None
+        if self.prepared.logged:
+            try:
+                message_id, created_at = await asyncio.shield(_in_thread(
+                    _store_reply, conversation_id=self.prepared.conversation_id,
+                    user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=attempt.text,
+                    outcome=outcome.status, metadata=self._metadata(model=attempt.model),
+                ))
+            except UNREACHABLE as exc:  # the answer (and a commit already made) still stand
+                logger.warning("reply not stored in the conversation log: %s", type(exc).__name__)
         result = TurnResult(
             turn_id=self.turn_id, conversation_id=self.prepared.conversation_id, reply=attempt.text,
             model=attempt.model, memory=outcome, tool_events=attempt.tool_events,
@@ -380,10 +400,14 @@ class _Turn:
             await asyncio.shield(_in_thread(
                 store.record_discarded, user_id=self.user_id, operations=pending, reason=reason[:40],
             ))
-        await asyncio.shield(_in_thread(
-            _store_failure, user_message_id=self.prepared.user_message_id, outcome=failure.memory.status,
-            metadata={**self._metadata(), "error": failure.code},
-        ))
+        if self.prepared.logged:
+            try:
+                await asyncio.shield(_in_thread(
+                    _store_failure, user_message_id=self.prepared.user_message_id, outcome=failure.memory.status,
+                    metadata={**self._metadata(), "error": failure.code},
+                ))
+            except UNREACHABLE as exc:
+                logger.warning("turn failure not stored in the conversation log: %s", type(exc).__name__)
         await self.emit(failure.failed_frame())
 
     def _discarded(self) -> MemoryOutcome:
@@ -474,18 +498,24 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, load_memory:
             snapshot = store.load_snapshot(user_id=user_id)
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
-    with transaction.atomic():
-        if conversation_id is None:
-            conversation = Conversation.objects.create(user_id=user_id, title=_title(content))
-        else:
-            conversation = Conversation.objects.filter(pk=conversation_id, user_id=user_id).first()
-            if conversation is None:
-                raise ConversationNotFound()
-        earlier = list(
-            conversation.messages.exclude(content="").order_by("-created_at", "-id")
-            .values("role", "content")[:HISTORY_MESSAGES]
-        )
-        message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
+    try:
+        with transaction.atomic():
+            if conversation_id is None:
+                conversation = Conversation.objects.create(user_id=user_id, title=_title(content))
+            else:
+                conversation = Conversation.objects.filter(pk=conversation_id, user_id=user_id).first()
+                if conversation is None:
+                    raise ConversationNotFound()
+            earlier = list(
+                conversation.messages.exclude(content="").order_by("-created_at", "-id")
+                .values("role", "content")[:HISTORY_MESSAGES]
+            )
+            message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
+    except UNREACHABLE as exc:
+        # Fail open here too: answer from this message alone and store nothing of the turn.
+        logger.warning("conversation log unavailable for this turn: %s", type(exc).__name__)
+        return _Prepared(conversation_id=conversation_id, user_message_id=None,
+                         history=[{"role": "user", "content": content}], snapshot=snapshot, logged=False)
     history = [{"role": row["role"], "content": row["content"]} for row in reversed(earlier)]
     history.append({"role": "user", "content": content})
     return _Prepared(

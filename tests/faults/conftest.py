@@ -1,0 +1,11 @@
+"""Fixtures of the fault tests: the multi-process tests' live servers."""
+import pytest
+
+from tests.multiprocess.servers import attach_server_logs, redis_url, servers  # noqa: F401
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    attach_server_logs(item, report)
+    return report
