@@ -231,11 +231,12 @@ def _commit_once(*, user_id, operations, cancelled, limits, precondition=None) -
 
 
 # The locked path speaks SQL through Django's connection, not the ORM: it runs
-# while the person's lock is held, and building ORM queries cost about as much
-# CPU as the database spent answering them (bench/commit.py: the store took 3x
-# the time of a hand-written transaction, now under 1.5x). Table and column
-# names come from the models' _meta and values are adapted by the model
-# fields, so the models and their migrations stay the one description.
+# while the person's lock is held, and building ORM queries cost more CPU than
+# the database spent answering them (bench/commit.py, median against a
+# hand-written psycopg transaction: 2.8x with the ORM, 1.75x now; most of the
+# rest is Django's client-side binding without prepared statements). Table
+# and column names come from the models' _meta and values are adapted by the
+# model fields, so the models and their migrations stay the one description.
 
 
 @dataclass(frozen=True)
