@@ -481,12 +481,14 @@ def test_locked_sqlite_database_is_retried_end_to_end(make_user, settings):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's own lock; PostgreSQL has the deadlock tests above")
     user = make_user("carol")
-    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.25}
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.5}
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA busy_timeout = 0")  # fail at once instead of waiting 20 s
     holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    release = threading.Timer(0.05, holder.execute, args=("ROLLBACK",))
+    # The first attempt's BEGIN IMMEDIATE fails at once ("database is locked");
+    # the lock goes after 20 ms, well inside the first backoff (0.5-1 s).
+    release = threading.Timer(0.02, holder.execute, args=("ROLLBACK",))
     release.start()
     try:
         result = store.commit_operations(user_id=user.pk, operations=[add("fact")])
