@@ -83,6 +83,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"].setdefault("NAME", str(BASE_DIR / "test-db.sqlite3"))
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    if env.bool("DATABASE_SERVER_SIDE_BINDING", default=False):
+        # Server-side binding with prepared statements: measurably faster
+        # commits (bench/commit.py), but incompatible with PgBouncer in
+        # transaction pooling mode, which is why Django leaves it off.
+        DATABASES["default"].setdefault("OPTIONS", {})
+        DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=5)
 if env.str("TEST_DB_NAME", default=""):
     # Lets several test runs share one PostgreSQL server without colliding.
     name = env.str("TEST_DB_NAME")
@@ -90,7 +97,6 @@ if env.str("TEST_DB_NAME", default=""):
     DATABASES["default"].setdefault("TEST", {})["NAME"] = (
         str(BASE_DIR / f"{name}.sqlite3") if is_sqlite else name
     )
-    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
