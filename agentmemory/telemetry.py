@@ -13,9 +13,9 @@ tool arguments or tool results. Three guards keep that boundary:
   their message only when the exception type promises a content-free one.
 - `memory_span` gives our code spans that accept only the design's metadata
   event (tool, operation_count, targets, user_characters, memory_characters,
-  duration_ms, retry_count, outcome); `capture_content` adds content to a
-  short approved list of attributes, and only while
-  AGENTMEMORY["CAPTURE_CONTENT"] is on.
+  duration_ms, retry_count, outcome, and a turn's memory_status);
+  `capture_content` adds content to a short approved list of attributes,
+  and only while AGENTMEMORY["CAPTURE_CONTENT"] is on.
 - Every exporter is wrapped in `RedactingSpanExporter`, which rewrites every
   span — ours and those of the Django instrumentation — to an allow-list of
   attributes and content-free exception events. The capture flag widens only
@@ -329,7 +329,7 @@ def _redact_exception(record: logging.LogRecord) -> None:
 _COUNT_FIELDS = frozenset(
     {"operation_count", "user_characters", "memory_characters", "duration_ms", "retry_count", "position"}
 )
-_LABEL_FIELDS = frozenset({"tool", "outcome", "error_code", "actor"})
+_LABEL_FIELDS = frozenset({"tool", "outcome", "error_code", "actor", "memory_status"})
 _LABEL = re.compile(r"^[a-z0-9_.:-]{1,64}$")
 _SPAN_NAME = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
 

@@ -11,7 +11,10 @@ The rollout flag (`AGENTMEMORY["ENABLED"]`) governs the agent only. With the
 flag off the page and the API still show, correct, export and erase what is
 stored: people must always be able to see and delete what is kept about
 them, and a rollback by flag must not put stored data out of their reach.
-The page says when the assistant is not using memory.
+The page says when the assistant is not using memory, and beside an entry
+that the threat scan now blocks in the prompt (patterns change after entries
+are stored) it says that the agent does not see it: the person still sees the
+entry, escaped, and can remove it.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
-from . import services
+from . import services, threats
 from .api import MemoryWriteThrottle
 from .forms import AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
@@ -40,6 +43,16 @@ logger = logging.getLogger(__name__)
 
 UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
 NOT_SAVED = "The change could not be saved because the database did not answer. Try again in a minute."
+# How the page names a threat category: "The agent does not see this entry: it looks like ..."
+BLOCKED_LABELS = {
+    threats.PROMPT_INJECTION: "an instruction to the assistant (prompt injection)",
+    threats.ROLE_HIJACK: "an attempt to change the assistant's role",
+    threats.EXFILTRATION: "a request to send data somewhere",
+    threats.PERSISTENCE: "a change to login keys or agent settings",
+    threats.SECRET: "a password, token or key",
+    threats.INVISIBLE_UNICODE: "text with invisible or direction-changing characters",
+    threats.OVERSIZED: "text too long to check",
+}
 
 
 @login_required
@@ -177,6 +190,13 @@ def _throttled_message() -> str:
     return "Too many memory changes in a short time; nothing was saved. Wait a minute and try again."
 
 
+def _blocked_label(entry: str) -> str:
+    category = threats.is_blocked(entry)
+    if category is None:
+        return ""
+    return BLOCKED_LABELS.get(category, category.replace("_", " "))
+
+
 def _render_page(
     request,
     *,
@@ -207,6 +227,7 @@ def _render_page(
                     "error": entry_errors.pop(key, ""),
                     "draft": drafts.get(key, text),
                     "open": key in drafts,
+                    "blocked": _blocked_label(text),
                 })
             documents.append({
                 "document": document,

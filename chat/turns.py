@@ -21,7 +21,9 @@ the invariants are tested once, here:
 
 Frames for a live client go through `emit` (turn_started, delta, tool,
 turn_completed, turn_failed); `run_turn` also returns the result or raises
-`TurnFailed`, so a transport without streaming ignores `emit`.
+`TurnFailed`, so a transport without streaming ignores `emit`. Each turn is
+one `memory.turn` span (the eval turn an `eval.turn` span) holding only
+metadata; the tool and commit spans are its children.
 """
 from __future__ import annotations
 
@@ -40,8 +42,9 @@ from django.utils import timezone
 from agentmemory import notify, store
 from agentmemory.conf import memory_settings
 from agentmemory.prompt import compile_memory_prompt
-from agentmemory.rules import MemoryValidationError, Operation, Snapshot
+from agentmemory.rules import MemoryValidationError, Operation, Snapshot, document_length, summarize
 from agentmemory.scope import MemoryRequest, memory_scope
+from agentmemory.telemetry import MemorySpan, memory_span
 
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
 from .agents import chat_agent, memory_free_agent
@@ -208,13 +211,16 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
     turn_id = uuid.uuid4().hex
     send = _quiet(emit)
     history = [{"role": "user", "content": content}]
-    try:
-        attempt, _ = await _attempts(
-            request_agent, models=agent.models, history=history, emit=_tagged(send, turn_id),
-            scope=lambda: nullcontext(None),
-        )
-    except _AttemptsFailed as exc:
-        raise TurnFailed(exc.code, exc.message, memory=MemoryOutcome(DISABLED), turn_id=turn_id) from exc
+    with memory_span("eval.turn") as span:  # memory-free: outcome and duration, no memory attribute
+        try:
+            attempt, _ = await _attempts(
+                request_agent, models=agent.models, history=history, emit=_tagged(send, turn_id),
+                scope=lambda: nullcontext(None),
+            )
+        except _AttemptsFailed as exc:
+            span.set_metadata(outcome="failed")
+            raise TurnFailed(exc.code, exc.message, memory=MemoryOutcome(DISABLED), turn_id=turn_id) from exc
+        span.set_metadata(outcome="completed")
     return TurnResult(
         turn_id=turn_id, conversation_id=None, reply=attempt.text, model=attempt.model,
         memory=MemoryOutcome(DISABLED), tool_events=attempt.tool_events,
@@ -248,8 +254,43 @@ class _Turn:
     # Set when a commit's result is known, even if the task was cancelled meanwhile.
     settled: MemoryOutcome | None = None
     tool_events: list[ToolEvent] = field(default_factory=list)
+    # For the turn's span only: what the model staged, and the commit's result.
+    staged: list[Operation] = field(default_factory=list)
+    committed: store.CommitResult | None = None
 
     async def run(self, conversation_id: int | None) -> TurnResult:
+        # The turn's span is the parent of its tool and commit spans: the
+        # context travels with the tasks into the commit's worker thread.
+        with memory_span("memory.turn") as span:
+            try:
+                result = await self._run(conversation_id)
+            except TurnFailed as failure:
+                outcome = "cancelled" if failure.code == "cancelled" else "failed"
+                self._trace(span, outcome=outcome, memory_status=failure.memory.status)
+                raise
+            except asyncio.CancelledError:
+                settled = self.settled.status if self.settled else DISCARDED
+                self._trace(span, outcome="cancelled", memory_status=settled)
+                raise
+            except BaseException:  # refused before it started (e.g. not their conversation)
+                span.set_metadata(outcome="refused")
+                raise
+            self._trace(span, outcome="completed", memory_status=result.memory.status)
+            return result
+
+    def _trace(self, span: MemorySpan, *, outcome: str, memory_status: str) -> None:
+        """Put the design's metadata event on the turn's span: counts and labels, never content."""
+        summary = summarize(self.staged)
+        after = self.committed.snapshot if self.committed else (self.prepared.snapshot if self.prepared else None)
+        span.set_metadata(
+            outcome=outcome, memory_status=memory_status,
+            operation_count=summary.operation_count, targets=summary.targets,
+            user_characters=document_length(after.user) if after else None,
+            memory_characters=document_length(after.memory) if after else None,
+            retry_count=self.committed.retry_count if self.committed else None,
+        )
+
+    async def _run(self, conversation_id: int | None) -> TurnResult:
         self.prepared = await _in_thread(
             _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
             load_memory=self.memory_on,
@@ -313,7 +354,7 @@ class _Turn:
         return memory_scope(self.user_id, snapshot is not None, snapshot=snapshot, limits=self.limits)
 
     def _track(self, operations: list[Operation]) -> None:
-        self.pending = operations
+        self.pending = self.staged = operations
 
     async def _commit(self, operations: list[Operation]) -> MemoryOutcome:
         if not self.memory_on:
@@ -361,6 +402,7 @@ class _Turn:
         return await self._committed(result, count)
 
     async def _committed(self, result: store.CommitResult, count: int) -> MemoryOutcome:
+        self.committed = result
         usage = notify.usage_payload(result.snapshot, self.limits)
         message = "" if result.changed else "Memory already held this; nothing changed."
         if result.changed:
