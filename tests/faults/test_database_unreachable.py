@@ -7,12 +7,18 @@ that process: open connections break, new ones are refused. Chats still
 answer, with memory "unavailable", and nothing is written — not then, and
 not later (no write is queued for when the database returns). Restored, the
 same process, without a restart, commits memory again.
+
+What cannot answer: anything that must first authenticate against the
+database (a REST call, a new sign-in or socket). It fails fast with a server
+error rather than hanging.
 """
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
+from rest_framework.authtoken.models import Token
 
 from agentmemory import store
 from agentmemory.models import MemoryEvent
@@ -58,6 +64,7 @@ async def test_unreachable_database_chats_answer_with_memory_unavailable_write_n
         servers.start, "behind-proxy", DATABASE_URL=database_url(host="127.0.0.1", port=postgres_proxy.port),
     )
     socket = await LiveSocket.open(server, await session_cookie(user))
+    key = (await orm(Token.objects.create, user=user)).key
     try:
         before = await orm(stored_state, user)
 
@@ -79,6 +86,16 @@ async def test_unreachable_database_chats_answer_with_memory_unavailable_write_n
                 tools = [frame for frame in socket.frames[seen:] if frame["type"] == "tool"]
                 assert all(frame["status"] != "staged" for frame in tools)  # writes were off
                 answers.append(last)
+            # REST needs the database to know who calls: no answer, but a prompt server error, not a hang.
+            started = time.monotonic()
+            status, _ = await asyncio.to_thread(
+                server.request, "POST", "/api/chat/turns/", body={"content": "hello"},
+                headers={"Authorization": f"Token {key}"}, timeout=10,
+            )
+            elapsed = time.monotonic() - started
+            assert status >= 500 and elapsed < 5
+            print(f"\ndatabase cut: {OUTAGE_TURNS} socket turns answered (memory unavailable), REST turn answered "
+                  f"HTTP {status} in {elapsed * 1000:.0f} ms")
             assert server.process.poll() is None
         finally:
             postgres_proxy.restore()
