@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import io
 import json
 import logging
@@ -60,8 +61,10 @@ from tests.chat_helpers import aseed, connect, db, demo, fresh_agents, receive_u
 from tests.multiprocess.servers import LiveSocket, servers  # noqa: F401
 from tests.multiprocess.servers import session_cookie as live_session_cookie
 
+pytestmark = pytest.mark.django_db(transaction=True)
+
 # Made-up values shaped like secrets that the threat scan still lets through as facts
-# (THREAT_ARGUMENT rides in an entry the scan refuses).
+# ("threat_argument" rides in an entry the scan refuses).
 SENTINELS = {
     "document_user": "zq8Pangolin6620Saffron",
     "document_memory": "zq8Narwhal1187Indigo",
@@ -94,8 +97,6 @@ TURNS = [
      ("completed", "nothing_to_commit")),  # tool: the threat scan rejects the batch
     (f"remember: Shelf word {S['failing_argument']} [[fail]]", ("failed", "discarded")),
 ]
-pytestmark = pytest.mark.django_db(transaction=True)
-
 TURNS_PATH = "/api/chat/turns/"
 EVAL_PATH = "/api/eval/turns/"
 EVAL_TOKEN = "eval-service-token-for-tests"
@@ -368,6 +369,10 @@ async def api_turns(user, app) -> list[tuple[int | None, dict | None]]:
         await wait_for(lambda: request.done() or any(call.round == 1 for call in list(model.calls)[seen:]))
         gone.set()
         answers.append(await asyncio.wait_for(request, timeout=10))
+    # The Django instrumentation never ends the span of a request whose client left; its context
+    # manager is closed when collected and logs "Failed to detach context". Collect it here, so
+    # that record goes through the handlers under test too.
+    gc.collect()
     with override_settings(EVAL_SERVICE_TOKEN=EVAL_TOKEN):
         for content in (f"remember: {S['eval_argument']}", f"hello {S['eval_argument']} [[fail]]"):
             answers.append(await http_post(app, EVAL_PATH, {"content": content}, authorization=f"Bearer {EVAL_TOKEN}"))
