@@ -272,8 +272,8 @@ class _Turn:
                 settled = self.settled.status if self.settled else DISCARDED
                 self._trace(span, outcome="cancelled", memory_status=settled)
                 raise
-            except BaseException:  # refused before it started (e.g. not their conversation)
-                span.set_metadata(outcome="refused")
+            except BaseException as exc:  # before the turn started: not their conversation, or an error
+                span.set_metadata(outcome="refused" if isinstance(exc, ConversationNotFound) else "failed")
                 raise
             self._trace(span, outcome="completed", memory_status=result.memory.status)
             return result

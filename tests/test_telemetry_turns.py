@@ -502,6 +502,23 @@ async def test_failed_rejected_and_cancelled_turns_record_their_outcome_on_the_t
         [0] + [1] * (len(turns) - 1))
 
 
+async def test_a_turn_in_another_persons_conversation_is_a_refused_turn_span(user, other_user, spans):
+    theirs = await connect(other_user)
+    await say(theirs, "hello")
+    conversation_id = (await turn_end(theirs))["conversation_id"]
+    mine = await connect(user)
+    await mine.send_to(text_data=json.dumps(
+        {"type": "user_message", "content": f"forget: {S['document_user']}", "conversation_id": conversation_id}))
+    assert (await turn_end(mine))["code"] == "conversation_not_found"
+    for socket in (theirs, mine):
+        await socket.disconnect()
+
+    [refused] = [s for s in spans.named("memory.turn") if s.attributes["memory.outcome"] != "completed"]
+    assert refused.attributes["memory.outcome"] == "refused"
+    assert refused.attributes["memory.error_code"] == "conversation_not_found"
+    assert "memory.memory_status" not in refused.attributes and spans.named("memory.tool") == []
+
+
 async def test_eval_turn_span_carries_no_memory_attribute(spans, traced_http):
     with override_settings(EVAL_SERVICE_TOKEN=EVAL_TOKEN):
         status, _ = await http_post(traced_http, EVAL_PATH, {"content": f"remember: {S['eval_argument']}"},
