@@ -75,8 +75,9 @@ class RunReport:
     stop_reasons: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        per_operation = ", ".join(f"{label} {count}" for label, count in sorted(self.cases.items()))
         return (f"{sum(self.cases.values())} cases over {len(self.cases)} operations; "
-                f"statuses {dict(sorted(self.statuses.items()))}")
+                f"statuses {dict(sorted(self.statuses.items()))}; per operation: {per_operation}")
 
 
 def run_schemathesis(*, routes: str, report: RunReport, **config: object) -> None:
