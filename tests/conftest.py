@@ -1,8 +1,17 @@
 """Shared fixtures. The database is real: SQLite by default, PostgreSQL when
 DATABASE_URL points at one (make test runs both)."""
+import os
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from hypothesis import settings as hypothesis_settings
+
+# CI replays the same examples every run and keeps no example database, so a
+# red CI is reproducible; locally Hypothesis explores new examples each run.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 def on_postgres() -> bool:
