@@ -339,7 +339,7 @@ class LiveSocket:
             return any(frame.get("type") in ("turn_completed", "turn_failed", "error")
                        for frame in socket.frames[seen:])
 
-        await self.wait_for(finished, timeout=timeout, what=f"the end of a turn")
+        await self.wait_for(finished, timeout=timeout, what="the end of a turn")
         return next(frame for frame in self.frames[seen:]
                     if frame.get("type") in ("turn_completed", "turn_failed", "error"))
 
