@@ -58,8 +58,21 @@ class NearFullFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Staff review memory; nothing in the admin adds, changes or deletes it."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(MemoryDocument)
-class MemoryDocumentAdmin(admin.ModelAdmin):
+class MemoryDocumentAdmin(ReadOnlyAdmin):
     list_display = ("user", "memory_type", "characters", "usage_percent", "entry_count", "schema_version",
                     "updated_at")
     list_display_links = ("user", "memory_type")
@@ -103,17 +116,6 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
         if lookup.split("__", 1)[0] == "content":
             return False
         return super().lookup_allowed(lookup, value, request)
-
-    # --- read-only --------------------------------------------------------
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_erase_permission(self, request):
         return request.user.has_perm(ERASE_PERMISSION)
@@ -178,7 +180,7 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(admin.ModelAdmin):
+class MemoryEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "user", "actor", "outcome", "changes", "user_characters", "memory_characters",
                     "retry_count", "duration_ms", "error_code")
     list_filter = ("outcome", "actor", "created_at")
@@ -189,15 +191,6 @@ class MemoryEventAdmin(admin.ModelAdmin):
     fields = ("created_at", "user", "actor", "outcome", "operation_count", "targets", "actions",
               "user_characters", "memory_characters", "retry_count", "duration_ms", "error_code")
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="changes")
     def changes(self, obj):
