@@ -16,14 +16,7 @@ case "$DATABASE_URL" in
     ;;
 esac
 
-if ! "$PY" - "$DATABASE_URL" <<'PYEOF'
-import sys, psycopg
-url = sys.argv[1].replace("postgres://", "postgresql://", 1)
-try:
-    psycopg.connect(url, connect_timeout=3).close()
-except Exception:
-    sys.exit(1)
-PYEOF
+if ! "$PY" scripts/pg_reachable.py "$DATABASE_URL"
 then
   server="${DATABASE_URL##*@}"; server="${server#*://}"; server="${server%%/*}"
   echo "make bench needs PostgreSQL, and none answered at $server." >&2

@@ -15,14 +15,7 @@ rc=$?
 if [ $rc -ne 0 ]; then status=1; fi
 ran+=("SQLite: $([ $rc -eq 0 ] && echo passed || echo FAILED)")
 
-if "$PY" - "$PG_URL" <<'PYEOF'
-import sys, psycopg
-url = sys.argv[1].replace("postgres://", "postgresql://", 1)
-try:
-    psycopg.connect(url, connect_timeout=3).close()
-except Exception:
-    sys.exit(1)
-PYEOF
+if "$PY" scripts/pg_reachable.py "$PG_URL"
 then
   echo "== Test suite on PostgreSQL ($PG_URL) =="
   DATABASE_URL="$PG_URL" "$PY" -m pytest -q "$@"
