@@ -68,7 +68,7 @@ def test_page_shows_both_documents_each_entry_usage_and_last_update(alice_client
     for text in ("Prefers short code examples.", "Works in UTC+2.", "The project uses Django 5.2."):
         entry_block(html, text)
     user_used = len("Prefers short code examples.\n§\nWorks in UTC+2.")
-    assert f"{user_used} of 1375 characters ({user_used * 100 // 1375}%)" in html
+    assert f"{user_used:,} of 1,375 characters ({user_used * 100 // 1375}%)" in html
     assert f'value="{user_used}"' in html
     assert "Last updated:" in html and "<time datetime=" in html
 

@@ -47,7 +47,7 @@
       var label = root.querySelector('[data-usage-label="' + target + '"]');
       var meter = root.querySelector('[data-usage-meter="' + target + '"]');
       if (label && typeof numbers.used === "number" && typeof numbers.limit === "number") {
-        label.textContent = numbers.used + " of " + numbers.limit + " characters (" + numbers.percent + "%)";
+        label.textContent = numbers.used.toLocaleString("en-US") + " of " + numbers.limit.toLocaleString("en-US") + " characters (" + numbers.percent + "%)";
       }
       if (meter && typeof numbers.used === "number") {
         meter.value = numbers.used;

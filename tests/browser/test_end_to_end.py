@@ -99,7 +99,7 @@ def test_remembered_fact_appears_on_the_open_memory_page_then_is_corrected_and_r
 
     # No reload here: the open page must pick the change up by itself.
     expect(memory.locator("#document-memory .memory-entry-text")).to_have_text([fact])
-    expect(memory.locator("[data-usage-label=memory]")).to_have_text(f"{len(fact)} of 2200 characters (1%)")
+    expect(memory.locator("[data-usage-label=memory]")).to_have_text(f"{len(fact)} of 2,200 characters (1%)")
     assert "memory_changed" in memory_frames, "the page learned of the change over its socket"
     reply = wait_for_reply(chat)
     expect(reply.locator(".outcome-committed")).to_contain_text("Memory saved")
