@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Entries are short (the largest document holds 2,200 characters); text longer
 # than this cannot be scanned in bounded time, so it cannot be stored either.
@@ -80,6 +81,16 @@ def scan_entry(text: str) -> ThreatFinding | None:
     return None
 
 
+# Every stored entry is re-scanned on every turn that renders it (~100 us an
+# entry: NFKC plus all the patterns), yet the scan is pure and the entries
+# rarely change, so the verdict is cached per entry text. Bounded: at most
+# this many stored entries (each within a document's limit, a few KB), least
+# recently used out first. Patterns only change with a deploy, which restarts
+# the process and so empties the cache.
+BLOCKED_CACHE_SIZE = 4096
+
+
+@lru_cache(maxsize=BLOCKED_CACHE_SIZE)
 def is_blocked(entry: str) -> str | None:
     """Return the category a stored entry now matches, or None.
 
