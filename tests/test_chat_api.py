@@ -13,7 +13,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from agentmemory.models import MemoryDocument, MemoryEvent, Outcome
 from chat.models import Conversation, Message
-from tests.chat_helpers import db, demo, events_of, fresh_agents, wait_for  # noqa: F401
+from tests.chat_helpers import asgi_post, db, demo, events_of, fresh_agents, wait_for  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,28 +133,12 @@ async def test_cancelled_non_streamed_request_commits_nothing(user):
     from config.asgi import application
 
     key = (await db(Token.objects.create, user=user)).key
-    body = json.dumps({"content": f"remember: {FACT}", "conversation_id": None}).encode()
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": TURNS, "raw_path": TURNS.encode(), "query_string": b"", "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()), (b"authorization", f"Token {key}".encode())],
-        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
-    }
     gone = asyncio.Event()
     sent: list[dict] = []
-    body_sent = False
-
-    async def receive():
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message):
-        sent.append(message)
+    scope, receive, send = asgi_post(
+        TURNS, {"content": f"remember: {FACT}", "conversation_id": None},
+        authorization=f"Token {key}", gone=gone, sent=sent,
+    )
 
     model = await demo()
     with override_settings(DEMO_MODEL_DELAY_MS=100):

@@ -57,7 +57,9 @@ from agentmemory.telemetry import (
     uninstrument_django,
 )
 from chat.models import Message
-from tests.chat_helpers import aseed, connect, db, demo, fresh_agents, receive_until, wait_for  # noqa: F401
+from tests.chat_helpers import (  # noqa: F401
+    aseed, asgi_post, connect, db, demo, fresh_agents, receive_until, wait_for,
+)
 from tests.multiprocess.servers import LiveSocket, servers  # noqa: F401
 from tests.multiprocess.servers import session_cookie as live_session_cookie
 
@@ -311,30 +313,8 @@ SOCKET_OUTCOMES = [expected for _, expected in TURNS] + [
 async def http_post(app, path: str, payload: dict, *, authorization: str,
                     gone: asyncio.Event | None = None) -> tuple[int | None, dict | None]:
     """POST JSON through an ASGI app; `gone` set means the client disconnected."""
-    body = json.dumps(payload).encode()
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()), (b"authorization", authorization.encode())],
-        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
-    }
-    gone = gone or asyncio.Event()
     sent: list[dict] = []
-    body_sent = False
-
-    async def receive():
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message):
-        sent.append(message)
-
-    await app(scope, receive, send)
+    await app(*asgi_post(path, payload, authorization=authorization, gone=gone or asyncio.Event(), sent=sent))
     start = next((m for m in sent if m["type"] == "http.response.start"), None)
     content = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return (start["status"] if start else None), (json.loads(content) if content else None)
