@@ -22,11 +22,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from tests.multiprocess import servers as multiprocess_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -70,29 +71,6 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _database_url(settings_dict: dict) -> str:
-    """Return a DATABASE_URL for the test database this run created."""
-    name = str(settings_dict["NAME"])
-    if connection.vendor == "sqlite":
-        if name == ":memory:" or "mode=memory" in name:
-            pytest.fail("The browser tests need a file SQLite test database; the server is another process.")
-        return f"sqlite:///{Path(name).resolve()}"
-    if connection.vendor != "postgresql":
-        pytest.fail(f"The browser tests support SQLite and PostgreSQL, not {connection.vendor}.")
-    user = quote(settings_dict.get("USER") or "", safe="")
-    password = quote(settings_dict.get("PASSWORD") or "", safe="")
-    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or "5432"
-    return f"postgres://{credentials}{host}:{port}/{quote(name, safe='')}"
-
-
 def _wait_for_port(process: subprocess.Popen, port: int, log_path: Path) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
@@ -123,8 +101,8 @@ def chromium_path() -> Path:
 def daphne_server(chromium_path, django_db_setup):
     """Start one daphne server for the session against the test database."""
     # After django_db_setup the connection's NAME is the test database's.
-    database_url = _database_url(connection.settings_dict)
-    port = _free_port()
+    database_url = multiprocess_servers.database_url()
+    port = multiprocess_servers.free_port()
     env = dict(os.environ)
     for name in ("REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "TEST_DB_NAME"):
         env.pop(name, None)  # one process, the demo model, no tracing
