@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length, usage
-from .threats import is_blocked
+from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length, model_view, usage
 
 POLICY_VERSION = "v1"
 POLICY_DIR = Path(__file__).resolve().parent / "policy"
@@ -57,16 +56,8 @@ def load_policy(version: str = POLICY_VERSION) -> str:
 
 
 def render_entry_for_prompt(entry: str) -> str:
-    """Return how one stored entry is shown to the model.
-
-    An entry that matches a threat pattern (patterns change after entries
-    are stored) becomes a `[BLOCKED ...]` marker, so a stored injection never
-    reaches the model while it stays visible to its owner, who can remove it.
-    """
-    category = is_blocked(entry)
-    if category is not None:
-        return f"[BLOCKED: {category} — the user can review this entry on their memory page]"
-    return entry
+    """Return how one stored entry is shown to the model (`rules.model_view`)."""
+    return model_view(entry)
 
 
 def render_header(target: str, snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> str:

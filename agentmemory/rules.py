@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .threats import scan_entry
+from .threats import is_blocked, scan_entry
 
 Target = Literal["user", "memory"]
 Action = Literal["add", "replace", "remove"]
@@ -34,6 +34,10 @@ OPERATION_FIELDS = frozenset({"target", "action", "match", "content"})
 
 TITLES = {"user": "USER PROFILE", "memory": "AGENT MEMORY"}
 _RESERVED_TAG = re.compile(r"<\s*/?\s*persistent_memory_data\s*>", re.IGNORECASE)
+# A line that looks like a section header of the prompt's memory block
+# ("USER PROFILE [41% - 564/1375 characters]") could make the model read
+# what follows as another section; checked on the NFKC, case-folded text.
+_HEADER_LINE = re.compile(r"^[^\w\[]*(user[\s_-]*profile|agent[\s_-]*memory)\s*\[", re.MULTILINE)
 _DELIMITER_LINE = SEPARATOR.strip("\n")
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
@@ -63,6 +67,8 @@ class MemoryValidationError(ValueError):
         self.target = target
         self.candidates = tuple(candidates)
         self.entries = tuple(entries)
+        # The other target, when a failed match would have found its text there.
+        self.elsewhere: str | None = None
         prefix = f"Operation {position}: " if position is not None else ""
         super().__init__(prefix + message)
 
@@ -78,10 +84,31 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Operation:
+    """One change. `entry` pins a replace or remove to the exact entry it
+    matched when it was staged; it is set by trusted code (`apply_batch`),
+    never parsed from model or API input."""
+
     target: Target
     action: Action
     match: str | None = None
     content: str | None = None
+    entry: str | None = None
+
+
+# What each operation of a batch did, in order (see `Applied`).
+ADDED, DUPLICATE, REPLACED, UNCHANGED, REMOVED = "added", "duplicate", "replaced", "unchanged", "removed"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The result of a batch: the new snapshot, the operations with the entry
+    each replace/remove resolved to pinned, and what each operation did.
+    `replaced[i]` is the entry operation i replaced or removed (None for an add)."""
+
+    snapshot: Snapshot
+    operations: tuple[Operation, ...]
+    effects: tuple[str, ...]
+    replaced: tuple[str | None, ...]
 
 
 @dataclass(frozen=True)
@@ -110,8 +137,17 @@ class BatchSummary:
 
 
 def normalize_text(value: str) -> str:
-    """Return `value` with line endings unified and outer whitespace removed."""
-    return value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    """Return `value` in NFC, with line endings unified and outer whitespace removed.
+
+    NFC makes one fact typed in composed or decomposed form the same entry.
+    """
+    return unicodedata.normalize("NFC", value.replace("\r\n", "\n").replace("\r", "\n")).strip()
+
+
+def folded(text: str) -> str:
+    """Return the NFKC, case-folded form used to spot disguised markers
+    (fullwidth tags, header look-alikes in any case)."""
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def normalize_entry(value: object, *, position: int | None = None, target: str | None = None) -> str:
@@ -128,7 +164,7 @@ def normalize_entry(value: object, *, position: int | None = None, target: str |
             code="empty_entry", position=position, target=target,
         )
     _check_characters(entry, position=position, target=target, what="content")
-    if _DELIMITER_LINE in entry.split("\n"):
+    if any(line.strip() == _DELIMITER_LINE for line in folded(entry).split("\n")):
         raise MemoryValidationError(
             f"content may not contain the entry delimiter (a line holding only '{_DELIMITER_LINE}'); "
             "store each fact as its own entry.",
@@ -150,6 +186,14 @@ def normalize_match(value: object, *, position: int | None = None, target: str |
         )
     match = normalize_text(value)
     _check_characters(match, position=position, target=target, what="match")
+    if not match.replace(_DELIMITER_LINE, "").strip() or any(
+        line.strip() == _DELIMITER_LINE for line in match.split("\n")
+    ):
+        raise MemoryValidationError(
+            f"'{_DELIMITER_LINE}' only separates entries in the prompt; it is not part of any entry. "
+            "Set match to a few words of the one entry to change.",
+            code="separator_match", position=position, target=target,
+        )
     return match
 
 
@@ -161,10 +205,17 @@ def _check_characters(text: str, *, position: int | None, target: str | None, wh
                 "newlines are allowed.",
                 code="control_character", position=position, target=target,
             )
-    if _RESERVED_TAG.search(text):
+    canonical = folded(text)
+    if _RESERVED_TAG.search(canonical):
         raise MemoryValidationError(
             f"{what} contains the reserved <persistent_memory_data> tag; remove the tag.",
             code="reserved_tag", position=position, target=target,
+        )
+    if _HEADER_LINE.search(canonical):
+        raise MemoryValidationError(
+            f"{what} has a line that imitates a section header of the memory block "
+            "('USER PROFILE [...]' or 'AGENT MEMORY [...]'); write the fact without it.",
+            code="reserved_header", position=position, target=target,
         )
 
 
@@ -297,8 +348,26 @@ def apply_operations(
     once, after the whole batch, so a consolidation can shorten an entry and
     add a new one in a single call.
     """
+    return apply_batch(snapshot, operations, limits).snapshot
+
+
+def apply_batch(
+    snapshot: Snapshot,
+    operations: Sequence[Operation],
+    limits: Mapping[str, int] = LIMITS,
+) -> Applied:
+    """Apply the ordered batch like `apply_operations`; return what it did.
+
+    A replace or remove resolves to one entry: a pinned operation (`entry`
+    set) to exactly that entry, or a `conflict` if it is gone; otherwise a
+    match equal to a whole entry selects that entry, else the match must be
+    a substring of exactly one entry.
+    """
     check_batch_size(len(operations))
     entries = {"user": list(snapshot.user), "memory": list(snapshot.memory)}
+    pinned: list[Operation] = []
+    effects: list[str] = []
+    replaced: list[str | None] = []
 
     for position, operation in enumerate(operations, start=1):
         check_operation(operation, position)
@@ -307,42 +376,76 @@ def apply_operations(
 
         if operation.action == "add":
             content = normalize_entry(operation.content, position=position, target=target)
-            if content not in target_entries:
+            if content in target_entries:
+                effects.append(DUPLICATE)
+            else:
                 target_entries.append(content)
+                effects.append(ADDED)
+            pinned.append(operation)
+            replaced.append(None)
             continue
 
         match = normalize_match(operation.match, position=position, target=target)
-        index = _find_one(target_entries, match, position=position, target=target)
+        other = entries["memory" if target == "user" else "user"]
+        index = _find_one(target_entries, match, operation.entry, other, position=position, target=target)
+        old = target_entries[index]
+        pinned.append(replace(operation, entry=old))
+        replaced.append(old)
         if operation.action == "remove":
             del target_entries[index]
+            effects.append(REMOVED)
             continue
 
         content = normalize_entry(operation.content, position=position, target=target)
-        if content != target_entries[index] and content in target_entries:
+        if content != old and content in target_entries:
             raise MemoryValidationError(
                 "the new content equals another existing entry; remove this entry instead.",
                 code="replace_duplicate", position=position, target=target,
             )
         target_entries[index] = content
+        effects.append(UNCHANGED if content == old else REPLACED)
 
     updated = Snapshot(user=tuple(entries["user"]), memory=tuple(entries["memory"]))
     validate_capacity(updated, limits)
-    return updated
+    return Applied(snapshot=updated, operations=tuple(pinned), effects=tuple(effects), replaced=tuple(replaced))
 
 
-def _find_one(entries: list[str], match: str, *, position: int, target: str) -> int:
+def _find_one(
+    entries: list[str], match: str, pinned: str | None, other: list[str], *, position: int, target: str
+) -> int:
+    if pinned is not None:
+        if pinned in entries:
+            return entries.index(pinned)
+        raise MemoryValidationError(
+            f"the entry this operation was staged against is no longer in '{target}': the memory "
+            "changed while this turn ran, so the batch was not saved.",
+            code="conflict", position=position, target=target, entries=entries,
+        )
+    if match in entries:
+        return entries.index(match)
     indexes = [index for index, entry in enumerate(entries) if match in entry]
     if not indexes:
-        raise MemoryValidationError(
-            f"match found no entry in '{target}'; quote a substring of the entry exactly as stored.",
-            code="no_match", position=position, target=target,
-        )
+        if not entries:
+            error = MemoryValidationError(
+                f"'{target}' is empty, so there is nothing to replace or remove. To store a new fact, "
+                "use add with content (and no match).",
+                code="no_match", position=position, target=target,
+            )
+        else:
+            error = MemoryValidationError(
+                f"match found no entry in '{target}'. Set match to a few words copied exactly from one "
+                "of current_entries, or use add for a new fact.",
+                code="no_match", position=position, target=target, entries=entries,
+            )
+        if any(match in entry for entry in other):
+            error.elsewhere = "memory" if target == "user" else "user"
+        raise error
     if len(indexes) > 1:
         raise MemoryValidationError(
             f"match is ambiguous: it occurs in {len(indexes)} entries of '{target}'; "
             "use a longer substring that only the intended entry contains.",
             code="ambiguous_match", position=position, target=target,
-            candidates=[preview(entries[index]) for index in indexes],
+            candidates=[preview(model_view(entries[index])) for index in indexes], entries=entries,
         )
     return indexes[0]
 
@@ -380,6 +483,19 @@ def document_length(entries: Iterable[str]) -> int:
 
 def usage(snapshot: Snapshot, target: str, limits: Mapping[str, int] = LIMITS) -> Usage:
     return Usage(used=document_length(snapshot.entries(target)), limit=limits[target])
+
+
+def model_view(entry: str) -> str:
+    """Return a stored entry as the model may see it, in the prompt or a tool reply.
+
+    An entry that matches a threat pattern (patterns change after entries
+    are stored) becomes a `[BLOCKED ...]` marker, so a stored injection never
+    reaches the model while it stays visible to its owner, who can remove it.
+    """
+    category = is_blocked(entry)
+    if category is not None:
+        return f"[BLOCKED: {category} — the user can review this entry on their memory page]"
+    return entry
 
 
 def preview(entry: str, width: int = PREVIEW_CHARS) -> str:

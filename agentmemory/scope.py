@@ -8,21 +8,30 @@ request.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from .rules import LIMITS, Operation, Snapshot, apply_operations
+from .rules import LIMITS, MAX_OPERATIONS, Applied, MemoryValidationError, Operation, Snapshot, apply_batch
 
 
 @dataclass
 class MemoryLedger:
-    """What one turn has staged: the snapshot it sees and the batch to commit."""
+    """What one turn has staged: the snapshot it sees and the batch to commit.
+
+    `operations` are pinned (each replace/remove names the exact entry it
+    matched here), so the commit can tell a stale edit from a fresh one.
+    `failed_calls` counts consecutive rejected tool calls.
+    """
 
     snapshot: Snapshot
     operations: list[Operation] = field(default_factory=list)
     failed_calls: int = 0
+
+    @property
+    def operations_left(self) -> int:
+        return MAX_OPERATIONS - len(self.operations)
 
 
 def stage_operations(
@@ -34,10 +43,34 @@ def stage_operations(
 
     A rejected batch raises and leaves the ledger as it was.
     """
-    updated = apply_operations(ledger.snapshot, operations, limits)
-    ledger.snapshot = updated
-    ledger.operations.extend(operations)
-    return updated
+    return stage_batch(ledger, operations, limits).snapshot
+
+
+def stage_batch(
+    ledger: MemoryLedger,
+    operations: Sequence[Operation],
+    limits: Mapping[str, int] = LIMITS,
+    *,
+    accept: Callable[[Applied], bool] = lambda applied: True,
+) -> Applied:
+    """Stage like `stage_operations`; return what each operation did.
+
+    A turn stages at most MAX_OPERATIONS operations in all, so a staged
+    turn never fails at commit for its size. `accept` sees the result
+    first: it may raise MemoryValidationError to refuse the batch, or return
+    False to leave the ledger as it was (a batch that changes nothing).
+    """
+    if len(operations) > ledger.operations_left:
+        raise MemoryValidationError(
+            f"A turn can stage at most {MAX_OPERATIONS} operations in all; {ledger.operations_left} "
+            "remain: send fewer operations, or consolidate related facts.",
+            code="turn_budget",
+        )
+    applied = apply_batch(ledger.snapshot, operations, limits)
+    if accept(applied):
+        ledger.snapshot = applied.snapshot
+        ledger.operations.extend(applied.operations)
+    return applied
 
 
 @dataclass(frozen=True)

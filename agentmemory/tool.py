@@ -14,14 +14,21 @@ from collections.abc import Mapping
 
 from .conf import memory_settings
 from .rules import (
+    ADDED,
+    DUPLICATE,
+    REPLACED,
     TARGETS,
+    UNCHANGED,
+    Applied,
     MemoryValidationError,
     Operation,
     Snapshot,
+    model_view,
     parse_operations,
+    preview,
     usage,
 )
-from .scope import get_memory_request, stage_operations
+from .scope import get_memory_request, stage_batch
 from .telemetry import traced_tool
 
 TOOL_NAME = "memory_update"
@@ -53,9 +60,9 @@ DESCRIPTION = (
     "Change your persistent memory of the signed-in user. 'user' holds their profile "
     "(role, preferences, expertise, style); 'memory' holds durable notes (project facts, "
     "conventions, environment, lessons). Operations run in order: add (content only), "
-    "replace (match = a unique substring of one entry, content = the complete new entry), "
+    "replace (match = a few words of one entry, content = the complete new entry), "
     "remove (match only). Capacity is checked after the whole batch, so consolidate and add "
-    "in one call. Changes are saved only when this turn completes."
+    "in one call. At most 20 operations per turn. Changes are saved only when this turn completes."
 )
 
 MEMORY_UPDATE_TOOL = {
@@ -80,23 +87,36 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     if ledger.failed_calls >= limit:
         return _stop_retrying(limit)
 
+    before = ledger.snapshot
     try:
         raw = json.loads(arguments) if isinstance(arguments, str) else arguments
         operations = parse_operations(raw)
-        snapshot = stage_operations(ledger, operations, request.limits)
-    except (ValueError, MemoryValidationError) as exc:
+        applied = stage_batch(ledger, operations, request.limits, accept=_accept)
+    except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         if ledger.failed_calls >= limit:
             return _stop_retrying(limit)
-        return _failure(exc, ledger.snapshot)
+        return _failure(exc, before)
 
-    return {
+    ledger.failed_calls = 0  # the budget counts consecutive failures
+    snapshot = ledger.snapshot
+    reply = {
         "success": True,
-        "status": "staged",
-        "message": f"Staged {_count(len(operations))}; saved when this turn completes.",
         "usage": {target: str(usage(snapshot, target, request.limits)) for target in TARGETS},
         "entry_counts": {target: len(snapshot.entries(target)) for target in TARGETS},
+        "operations_left": ledger.operations_left,
+        "results": [_result(effect, old) for effect, old in zip(applied.effects, applied.replaced)],
     }
+    if all(effect in (DUPLICATE, UNCHANGED) for effect in applied.effects):
+        reply["status"] = "unchanged"
+        reply["message"] = (
+            "Nothing changed: memory already holds this. Do not call memory_update again for it; "
+            "answer the user."
+        )
+    else:
+        reply["status"] = "staged"
+        reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
+    return reply
 
 
 def staged_operations() -> list[Operation]:
@@ -105,6 +125,31 @@ def staged_operations() -> list[Operation]:
     if request is None or request.ledger is None:
         return []
     return list(request.ledger.operations)
+
+
+def _accept(applied: Applied) -> bool:
+    """Stage a batch that changes something; refuse a replace that shrinks a
+    sentence to one word (content is the whole new entry, not a patch)."""
+    for position, (operation, effect, old) in enumerate(
+        zip(applied.operations, applied.effects, applied.replaced), start=1
+    ):
+        if effect == REPLACED and len(old.split()) >= 3 and len(operation.content.split()) == 1:
+            raise MemoryValidationError(
+                "content replaces the whole entry, not just the changed word; send the complete new "
+                "entry as a full sentence.",
+                code="incomplete_entry", position=position, target=operation.target,
+            )
+    return any(effect not in (DUPLICATE, UNCHANGED) for effect in applied.effects)
+
+
+def _result(effect: str, old: str | None) -> str:
+    if effect == DUPLICATE:
+        return "already stored; nothing changed"
+    if effect == UNCHANGED:
+        return "the entry already reads exactly like this; nothing changed"
+    if effect == ADDED:
+        return "added"
+    return f"{effect}: {preview(model_view(old))}"
 
 
 def _failure(exc: Exception, current: Snapshot) -> dict:
@@ -116,21 +161,27 @@ def _failure(exc: Exception, current: Snapshot) -> dict:
             "error": "The arguments are not valid JSON. Nothing was staged; send "
             '{"operations": [...]} again.',
         }
+    error = f"{exc}"
+    if exc.elsewhere:
+        error += f" That text is in '{exc.elsewhere}', not '{exc.target}': set target to '{exc.elsewhere}'."
     reply = {
         "success": False,
         "status": "rejected",
         "code": exc.code,
-        "error": f"{exc} Nothing in this batch was staged.",
+        "error": f"{error} Nothing in this batch was staged.",
     }
     if exc.position is not None:
         reply["position"] = exc.position
     if exc.candidates:
         reply["candidates"] = list(exc.candidates)
-    if exc.code == "over_capacity" and exc.target:
-        # What is stored or staged now, not the rejected result: the model
-        # matches against these entries to consolidate in its next batch.
-        reply["current_entries"] = list(current.entries(exc.target))
+    if exc.code in _SHOW_ENTRIES and exc.target:
+        # What is stored or staged now (blocked entries as their marker only):
+        # the model matches against these in its next batch.
+        reply["current_entries"] = [model_view(entry) for entry in current.entries(exc.target)]
     return reply
+
+
+_SHOW_ENTRIES = frozenset({"no_match", "ambiguous_match", "over_capacity", "incomplete_entry"})
 
 
 def _refusal(code: str, message: str) -> dict:

@@ -76,7 +76,7 @@ async def test_correct_and_forget_change_the_entry_they_name(user):
 async def test_confirmation_reflects_a_rejected_tool_call(user):
     result = await run_turn(user=user, content="forget: something never stored")
     assert result.reply.startswith("I could not change my memory: ")
-    assert "match found no entry" in result.reply
+    assert "is empty" in result.reply and "use add" in result.reply
     assert result.memory.status == "nothing_to_commit"
 
 

@@ -159,7 +159,8 @@ def test_staging_applies_the_batch_so_the_model_sees_its_own_edits():
     second = [Operation("memory", "replace", match="b", content="c")]
     stage_operations(ledger, first)
     assert stage_operations(ledger, second) == Snapshot(memory=("a", "c"))
-    assert ledger.operations == first + second
+    # The replace is pinned to the exact entry it matched when it was staged.
+    assert ledger.operations == first + [Operation("memory", "replace", match="b", content="c", entry="b")]
 
 
 def test_rejected_batch_leaves_the_ledger_as_it_was():

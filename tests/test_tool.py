@@ -304,11 +304,13 @@ def test_three_failed_calls_end_in_a_terminal_stop_retrying_result():
         assert ledger().snapshot == Snapshot(memory=("kept",))
 
 
-def test_failures_before_a_success_still_count_towards_the_limit():
+def test_the_failure_budget_counts_consecutive_failures_and_resets_on_a_success():
     with memory_scope(1, True, snapshot=Snapshot()):
         assert call(op(action="remove", match="x"))["success"] is False
-        assert call(op(content="ok"))["success"] is True
         assert call(op(action="remove", match="x"))["success"] is False
+        assert call(op(content="ok"))["success"] is True
+        assert call(op(action="remove", match="x"))["code"] == "no_match"
+        assert call(op(action="remove", match="x"))["code"] == "no_match"
         assert call(op(action="remove", match="x"))["code"] == "stop_retrying"
         assert [o.content for o in ledger().operations] == ["ok"]
 
