@@ -21,6 +21,12 @@ DEFAULTS = {
     # or serialization failure.
     "COMMIT_ATTEMPTS": 3,
     "RETRY_BACKOFF_SECONDS": 0.02,
+    # How long a turn's memory read may wait (query, locks) before the turn
+    # goes on without memory ("unavailable", writes off).
+    "READ_TIMEOUT_SECONDS": 1.0,
+    # How long a commit may wait for the person's lock (another writer, an
+    # account deletion, a migration) before the write fails; the answer stands.
+    "COMMIT_LOCK_TIMEOUT_SECONDS": 3.0,
 }
 
 
@@ -32,6 +38,8 @@ class MemorySettings:
     max_tool_failures: int
     commit_attempts: int
     retry_backoff_seconds: float
+    read_timeout: float
+    commit_lock_timeout: float
 
 
 def memory_settings() -> MemorySettings:
@@ -44,4 +52,6 @@ def memory_settings() -> MemorySettings:
         max_tool_failures=int(values["MAX_TOOL_FAILURES"]),
         commit_attempts=int(values["COMMIT_ATTEMPTS"]),
         retry_backoff_seconds=float(values["RETRY_BACKOFF_SECONDS"]),
+        read_timeout=float(values["READ_TIMEOUT_SECONDS"]),
+        commit_lock_timeout=float(values["COMMIT_LOCK_TIMEOUT_SECONDS"]),
     )

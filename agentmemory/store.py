@@ -36,6 +36,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -62,6 +63,8 @@ from .telemetry import traced_commit
 logger = logging.getLogger(__name__)
 
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+# lock_not_available (lock_timeout) and query_canceled (statement_timeout).
+LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03", "57014"})
 _SQLITE_RETRYABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
@@ -101,22 +104,74 @@ class CommitResult:
 # --- reads -------------------------------------------------------------------
 
 
-def load_state(*, user_id) -> StoredMemory:
-    """Return both documents of one person and their timestamps, in one query."""
+def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
+    """Return both documents of one person and their timestamps, in one query.
+
+    With `timeout` (seconds) the read gives up when the query or a lock wait
+    (a migration, a long transaction) takes longer, raising MemoryUnavailable.
+    """
+    query = MemoryDocument.objects.filter(user_id=user_id).only(
+        "memory_type", "content", "schema_version", "created_at", "updated_at"
+    )
     try:
-        rows = list(
-            MemoryDocument.objects.filter(user_id=user_id).only(
-                "memory_type", "content", "schema_version", "created_at", "updated_at"
-            )
-        )
+        if timeout is None:
+            rows = list(query)
+        else:
+            with bounded_wait(timeout, statement=True):
+                rows = list(query)
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     return _state_from_rows(rows)
 
 
-def load_snapshot(*, user_id) -> Snapshot:
+def load_snapshot(*, user_id, timeout: float | None = None) -> Snapshot:
     """Return the snapshot of one person's memory; raise MemoryUnavailable."""
-    return load_state(user_id=user_id).snapshot
+    return load_state(user_id=user_id, timeout=timeout).snapshot
+
+
+@contextmanager
+def bounded_wait(seconds: float, *, statement: bool = False):
+    """Bound how long the database work inside may wait for locks (and run).
+
+    PostgreSQL: `lock_timeout` (and `statement_timeout` with `statement`),
+    set local to a transaction, so nothing outlives the block. SQLite: the
+    connection's busy timeout, restored afterwards. A wait past the bound
+    raises a DatabaseError that `is_lock_timeout` recognises.
+    """
+    milliseconds = max(1, int(seconds * 1000))
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
+                    [f"{milliseconds}ms", f"{milliseconds}ms" if statement else "0"],
+                )
+            yield
+        return
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA busy_timeout")
+            previous = cursor.fetchone()[0]
+            cursor.execute(f"PRAGMA busy_timeout = {milliseconds}")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute(f"PRAGMA busy_timeout = {int(previous)}")
+        return
+    yield
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Return True when a wait bounded by `bounded_wait` ran out."""
+    cause = exc.__cause__ or exc
+    if getattr(cause, "sqlstate", None) in LOCK_TIMEOUT_SQLSTATES:
+        return True
+    if isinstance(cause, sqlite3.OperationalError):
+        code = getattr(cause, "sqlite_errorcode", None)
+        return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
+    return False
 
 
 def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
@@ -176,7 +231,7 @@ def commit_operations(
 
     while True:
         try:
-            with transaction.atomic():
+            with _lock_wait(config.commit_lock_timeout), transaction.atomic():
                 result = _commit_once(
                     user_id=user_id, operations=operations, cancelled=cancelled, limits=limits,
                     precondition=precondition,
@@ -212,11 +267,19 @@ def commit_operations(
     )
 
 
+def _lock_wait(seconds: float):
+    """Bound SQLite's wait for its write lock (taken by BEGIN IMMEDIATE, before
+    the transaction's first statement); PostgreSQL's is set in the transaction."""
+    return bounded_wait(seconds) if connection.vendor == "sqlite" else nullcontext()
+
+
 def _commit_once(*, user_id, operations, cancelled, limits, precondition=None) -> tuple[Snapshot, Snapshot]:
     if cancelled():
         raise CommitCancelled()
     sql = _statements()
     with connection.cursor() as cursor:
+        if sql.set_lock_timeout:
+            cursor.execute(sql.set_lock_timeout, [f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"])
         owner = _lock_owner(cursor, sql, user_id)
         cursor.execute(sql.select_rows, [owner])
         rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
@@ -258,6 +321,7 @@ class _Statements:
     delete_row: str
     insert_event: str
     event_fields: tuple
+    set_lock_timeout: str = ""
 
 
 def _statements() -> _Statements:
@@ -289,6 +353,8 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
         insert_event=f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
         f"({', '.join(quote(f.column) for f in event_fields)}) VALUES ({', '.join(['%s'] * len(event_fields))})",
         event_fields=event_fields,
+        # Local to the commit's transaction: bounds the wait for the person's lock.
+        set_lock_timeout="SELECT set_config('lock_timeout', %s, true)" if vendor == "postgresql" else "",
     )
 
 
@@ -332,6 +398,25 @@ def erase(*, user_id, actor: str = Actor.USER) -> int:
             user_characters=0, memory_characters=0, duration_ms=_elapsed_ms(started),
         )
     return deleted
+
+
+def lock_owner_for_deletion(*, user_id) -> None:
+    """Take the person's write lock inside an account deletion's transaction.
+
+    Django collects the rows to cascade before its delete transaction; a
+    memory commit that locks the person and inserts a first row in between
+    would make the user row's DELETE fail on the foreign key. Taking the same
+    lock first (from `pre_delete`, before any row is deleted) makes a commit
+    either finish before the cascade's statements run, or wait and then find
+    no account.
+    """
+    if not connection.in_atomic_block:
+        return  # no transaction to hold the lock in: nothing to serialise with
+    with connection.cursor() as cursor:
+        cursor.execute(_statements().lock_owner, [get_user_model()._meta.pk.get_db_prep_value(user_id, connection)])
+    # The cascade's own query ran before the lock: delete what a commit wrote since.
+    MemoryDocument.objects.filter(user_id=user_id).delete()
+    MemoryEvent.objects.filter(user_id=user_id).delete()
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -19,11 +19,17 @@ import openai
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
+from .text_calls import TextCallFilter
 
 Emit = Callable[[dict], Awaitable[None]]
 
-# A reply may need a tool round and a confirmation round; more is a loop.
+# A reply may need a tool round and a confirmation round; the last of these
+# rounds never offers tools, so a model that keeps calling must answer.
 MAX_MODEL_ROUNDS = 5
+# How a round that carries tool calls may end (some servers say "stop").
+TOOL_FINISH_REASONS = frozenset({"tool_calls", "stop", "function_call"})
+# Tool replies after which the tool is withdrawn for the rest of the attempt.
+WITHDRAW_STATUSES = frozenset({"stop_retrying", "repeated", "unavailable", "no_scope"})
 
 BASE_INSTRUCTIONS = (
     "You are a helpful assistant in a web chat. Answer clearly and concisely. "
@@ -64,6 +70,8 @@ class ToolEvent:
             return f"memory update staged: {self.operation_count} {noun}"
         if self.status == "rejected":
             return f"memory update rejected ({self.code or 'invalid'})"
+        if self.status in ("unchanged", "repeated"):
+            return "memory update: nothing new to save"
         return f"memory update refused: {self.status.replace('_', ' ')}"
 
 
@@ -105,70 +113,132 @@ class RequestAgent:
         return any(tool["function"]["name"] == TOOL_NAME for tool in self.tools)
 
     async def run_attempt(self, *, model: str, history: Sequence[dict], emit: Emit) -> AttemptResult:
-        """Run the loop on `model` until it answers without tool calls.
+        """Run the loop on `model` until it gives a complete answer.
 
-        Raise ModelError on any failure of the model; the caller decides
-        what that means for staged memory.
+        Memory can fail; the answer cannot fail because of it. The tool is
+        withdrawn once the tool says stop (its failure budget is spent, or
+        memory is unavailable) or the model repeats a call that already
+        succeeded, and the last round never offers tools, so the model must
+        answer. Raise ModelError on any failure of the model, including an
+        answer that did not finish (`finish_reason` other than "stop"); the
+        caller decides what that means for staged memory.
         """
         messages: list[dict] = [{"role": "system", "content": self.system_prompt}, *history]
         shown: list[str] = []
         events: list[ToolEvent] = []
+        offered = bool(self.tools)
+        succeeded: set[str] = set()
         try:
-            for _ in range(MAX_MODEL_ROUNDS):
-                text, calls = await self._stream_round(model=model, messages=messages, emit=emit)
-                shown.append(text)
+            for index in range(MAX_MODEL_ROUNDS):
+                tools = offered and index + 1 < MAX_MODEL_ROUNDS
+                reply = await self._stream_round(model=model, messages=messages, emit=emit, tools=tools)
+                calls = reply.calls if tools else []
                 if not calls:
-                    return AttemptResult(text="".join(shown).strip(), model=model, tool_events=tuple(events))
-                messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+                    if reply.finish_reason != "stop":
+                        raise _incomplete(reply.finish_reason)
+                    shown.append(reply.text)
+                    text = "".join(shown).strip()
+                    if not text:
+                        raise ModelError("model_empty", "The model gave no answer; send your message again.")
+                    return AttemptResult(text=text, model=model, tool_events=tuple(events))
+                if reply.finish_reason not in TOOL_FINISH_REASONS:
+                    raise _incomplete(reply.finish_reason)
+                shown.append(reply.text)
+                messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": calls})
                 for call in calls:
-                    event, reply = self._run_tool(call)
+                    event, result = self._run_tool(call, succeeded)
                     events.append(event)
+                    if result.get("status") in WITHDRAW_STATUSES:
+                        offered = False
                     await emit({"type": "tool", **event.as_metadata(), "message": event.summary()})
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(reply)})
-            raise ModelError(
-                "tool_loop", f"The model kept calling tools for {MAX_MODEL_ROUNDS} rounds; send the message again."
-            )
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)})
+            raise AssertionError("the last round offers no tools, so it always answers or fails")
         except ModelError as exc:
             exc.tool_events = tuple(events)
             raise
 
-    async def _stream_round(self, *, model: str, messages: list[dict], emit: Emit) -> tuple[str, list[dict]]:
+    async def _stream_round(self, *, model: str, messages: list[dict], emit: Emit, tools: bool) -> _Round:
         request = {"model": model, "messages": messages, "stream": True}
-        if self.tools:
+        if tools:
             request["tools"] = list(self.tools)
-        text: list[str] = []
         fragments: dict[int, dict] = {}
+        finish_reason = None
+        text = TextCallFilter()
         try:
             stream = await self.agent.llm.client.chat.completions.create(**request)
             async for chunk in stream:
                 if not chunk.choices:
                     continue
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    text.append(delta.content)
-                    await emit({"type": "delta", "text": delta.content})
+                choice = chunk.choices[0]
+                finish_reason = choice.finish_reason or finish_reason
+                delta = choice.delta
+                if delta.content and (visible := text.feed(delta.content)):
+                    await emit({"type": "delta", "text": visible})
                 for fragment in delta.tool_calls or ():
                     _assemble(fragments, fragment)
         except openai.APIStatusError as exc:
             raise ModelError("model_error", f"The model answered HTTP {exc.status_code}; try again.") from exc
         except (openai.APIError, httpx2.HTTPError) as exc:
             raise ModelError("model_unreachable", f"The model could not be reached ({type(exc).__name__}); try again.") from exc
+        tail, cleaned, written = text.finish()
+        if tail:
+            await emit({"type": "delta", "text": tail})
         calls = [fragments[index] for index in sorted(fragments)]
-        return "".join(text), calls
+        # A call written as text is the call it stands for (when tools are offered).
+        calls += [
+            {"id": f"call_text_{len(calls) + n}", "type": "function",
+             "function": {"name": TOOL_NAME, "arguments": call.arguments}}
+            for n, call in enumerate(written)
+        ]
+        return _Round(text=cleaned, calls=calls, finish_reason=finish_reason)
 
-    def _run_tool(self, call: dict) -> tuple[ToolEvent, dict]:
+    def _run_tool(self, call: dict, succeeded: set[str]) -> tuple[ToolEvent, dict]:
         name = call["function"]["name"]
         if name != TOOL_NAME or not self.offers_memory_tool:
             reply = {"success": False, "status": "unknown_tool", "error": f"There is no tool named {name!r} here."}
             return ToolEvent(tool=name[:40], status="unknown_tool", operation_count=0), reply
         arguments = call["function"]["arguments"]
+        key = _canonical(arguments)
+        if key in succeeded:
+            # Staging it again could fail (a replace whose entry is gone) and cost the change.
+            reply = {
+                "success": True, "status": "repeated",
+                "message": "This exact change was already accepted in this turn; do not call memory_update "
+                "again. Answer the user now.",
+            }
+            return ToolEvent(tool=TOOL_NAME, status="repeated", operation_count=_operation_count(arguments)), reply
         reply = handle_memory_update(arguments)
+        if reply.get("success"):
+            succeeded.add(key)
         return ToolEvent(
             tool=TOOL_NAME,
             status=str(reply.get("status", "")),
             operation_count=_operation_count(arguments),
             code=str(reply.get("code", "")) if not reply.get("success") else "",
         ), reply
+
+
+@dataclass(frozen=True)
+class _Round:
+    text: str
+    calls: list[dict]
+    finish_reason: str | None
+
+
+def _incomplete(finish_reason: str | None) -> ModelError:
+    return ModelError(
+        "model_incomplete",
+        "The model stopped before finishing its answer"
+        + (f" (finish reason {finish_reason!r})" if finish_reason else "")
+        + ", so nothing was saved. Send your message again.",
+    )
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (ValueError, RecursionError):
+        return arguments
 
 
 def _assemble(fragments: dict[int, dict], fragment) -> None:

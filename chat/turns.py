@@ -1,20 +1,24 @@
 """One chat turn, shared by every transport (WebSocket consumer, REST views).
 
-The turn keeps the write path's boundaries, so the transports stay thin and
-the invariants are tested once, here:
+This module keeps the conversation log, runs the agent loop and relays
+frames; the memory side of the turn (read fail-open, a fresh scope per model
+attempt, one commit after the complete answer, the one outcome) belongs to
+`agentmemory.turn.MemoryTurn`, which any other agent loop can use the same
+way. So the transports stay thin and the invariants are tested once:
 
-- Identity comes from the transport's authenticated user and is bound with
-  `memory_scope`; the model never names whose memory it edits.
-- The snapshot is read at the start, in a worker thread. Any read error
-  fails open: memory status "unavailable", an empty block, writes off.
+- Identity comes from the transport's authenticated user; the model never
+  names whose memory it edits.
 - The agent for the turn is a request-local copy with this turn's prompt.
-- The memory tool only stages on the turn's ledger. The ledger is committed
-  once, after the final answer, in a worker thread that a cancel can still
-  roll back. A cancel, disconnect, model error or exception before that
-  discards it (and records the discard, without content).
+- Only a complete answer commits: a cancel, disconnect, model error, an
+  answer that did not finish, or an exception before the commit discards
+  what was staged (and records the discard, without content).
 - If the primary model fails after something was staged, no fallback runs
   in that ledger: the turn fails. A fallback runs only when nothing was
   staged, as a fresh attempt with a fresh scope.
+- Once the commit has returned, nothing later contradicts it: if the reply
+  cannot be stored, or the person presses Stop while it is stored, the turn
+  still completes with the committed outcome and says the reply was not
+  stored.
 - An unreachable database does not stop the answer either: the turn runs
   from this message alone, memory "unavailable", and stores nothing (the
   conversation log is skipped, not queued for later).
@@ -29,22 +33,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
-from agentmemory import notify, store
-from agentmemory.conf import memory_settings
-from agentmemory.prompt import compile_memory_prompt
-from agentmemory.rules import MemoryValidationError, Operation, Snapshot, document_length, summarize
-from agentmemory.scope import MemoryRequest, memory_scope
+from agentmemory.rules import document_length, summarize
 from agentmemory.telemetry import MemorySpan, memory_span
+from agentmemory.turn import (
+    CODE_MESSAGES,
+    DISABLED,
+    OUTCOME_MESSAGES,
+    MemoryOutcome,
+    MemoryTurn,
+)
 
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
 from .agents import chat_agent, memory_free_agent
@@ -60,51 +67,12 @@ HISTORY_MESSAGES = 20
 UNREACHABLE = (OperationalError, InterfaceError)
 TITLE_CHARS = 60
 
-COMMITTED = "committed"
-NOTHING_TO_COMMIT = "nothing_to_commit"
-UNAVAILABLE = "unavailable"
-DISABLED = "disabled"
-DISCARDED = "discarded"
-REJECTED = "rejected"
+# Re-exported for transports and tests: the memory turn owns the outcome words.
+NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
+__all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "run_turn", "run_eval_turn"]
 
-OUTCOME_MESSAGES = {
-    COMMITTED: "Memory saved.",
-    NOTHING_TO_COMMIT: "No memory change in this turn.",
-    UNAVAILABLE: "Memory could not be read this turn: the answer was given without it and nothing was saved.",
-    DISABLED: "Memory is off for this chat.",
-    DISCARDED: "The turn did not complete, so its memory changes were discarded; nothing was saved.",
-    REJECTED: (
-        "The answer stands, but the memory change was not saved: it no longer fits your latest "
-        "memory (it may have been edited meanwhile). Ask again to retry."
-    ),
-}
-
-
-NOT_ANNOUNCED_MESSAGE = (
-    "Memory saved, but your other open pages were not told (live updates are unavailable); reload them to see it."
-)
-
-
-@dataclass(frozen=True)
-class MemoryOutcome:
-    """What happened to memory in one turn, without any content."""
-
-    status: str
-    operation_count: int = 0
-    changed: tuple[str, ...] = ()
-    usage: Mapping | None = None
-    code: str = ""
-    message: str = ""
-
-    def as_dict(self) -> dict:
-        return {
-            "status": self.status,
-            "message": self.message or OUTCOME_MESSAGES[self.status],
-            "operation_count": self.operation_count,
-            "changed": list(self.changed),
-            "usage": dict(self.usage) if self.usage is not None else None,
-            "code": self.code,
-        }
+REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -117,6 +85,9 @@ class TurnResult:
     tool_events: tuple[ToolEvent, ...] = ()
     message_id: int | None = None
     created_at: datetime | None = None
+    # A plain sentence for the person when something beside memory went wrong
+    # after the answer (the reply could not be stored).
+    notice: str = ""
 
     def completed_frame(self) -> dict:
         return {
@@ -130,6 +101,7 @@ class TurnResult:
                 "created_at": self.created_at.isoformat() if self.created_at else None,
             },
             "memory": self.memory.as_dict(),
+            "notice": self.notice,
         }
 
 
@@ -192,12 +164,10 @@ async def run_turn(
     """
     if not getattr(user, "is_authenticated", False):
         raise PermissionError("run_turn serves signed-in people only; untrusted traffic uses run_eval_turn.")
-    config = memory_settings()
     turn = _Turn(
         user_id=user.pk,
         content=content,
-        memory_on=config.enabled,
-        limits=dict(config.limits),
+        memory=MemoryTurn(user_id=user.pk),
         emit=_quiet(emit),
         cancel_event=cancel_event or threading.Event(),
     )
@@ -213,9 +183,9 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
     history = [{"role": "user", "content": content}]
     with memory_span("eval.turn") as span:  # memory-free: outcome and duration, no memory attribute
         try:
-            attempt, _ = await _attempts(
+            attempt = await _attempts(
                 request_agent, models=agent.models, history=history, emit=_tagged(send, turn_id),
-                scope=lambda: nullcontext(None),
+                memory=MemoryTurn(user_id=None, enabled=False),
             )
         except _AttemptsFailed as exc:
             span.set_metadata(outcome="failed")
@@ -235,7 +205,6 @@ class _Prepared:
     conversation_id: int | None
     user_message_id: int | None
     history: list[dict]
-    snapshot: Snapshot | None
     logged: bool = True  # False: the database was unreachable; nothing of this turn is stored
 
 
@@ -243,20 +212,12 @@ class _Prepared:
 class _Turn:
     user_id: int
     content: str
-    memory_on: bool
-    limits: dict
+    memory: MemoryTurn
     emit: Emit
     cancel_event: threading.Event
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     prepared: _Prepared | None = None
-    # Staged operations that no commit has decided on yet; discarded on any exit.
-    pending: list[Operation] = field(default_factory=list)
-    # Set when a commit's result is known, even if the task was cancelled meanwhile.
-    settled: MemoryOutcome | None = None
     tool_events: list[ToolEvent] = field(default_factory=list)
-    # For the turn's span only: what the model staged, and the commit's result.
-    staged: list[Operation] = field(default_factory=list)
-    committed: store.CommitResult | None = None
 
     async def run(self, conversation_id: int | None) -> TurnResult:
         # The turn's span is the parent of its tool and commit spans: the
@@ -269,7 +230,7 @@ class _Turn:
                 self._trace(span, outcome=outcome, memory_status=failure.memory.status)
                 raise
             except asyncio.CancelledError:
-                settled = self.settled.status if self.settled else DISCARDED
+                settled = self.memory.outcome.status if self.memory.outcome else "discarded"
                 self._trace(span, outcome="cancelled", memory_status=settled)
                 raise
             except BaseException as exc:  # before the turn started: not their conversation, or an error
@@ -280,37 +241,33 @@ class _Turn:
 
     def _trace(self, span: MemorySpan, *, outcome: str, memory_status: str) -> None:
         """Put the design's metadata event on the turn's span: counts and labels, never content."""
-        summary = summarize(self.staged)
-        after = self.committed.snapshot if self.committed else (self.prepared.snapshot if self.prepared else None)
+        summary = summarize(self.memory.staged)
+        committed = self.memory.committed
+        after = committed.snapshot if committed else self.memory.snapshot
         span.set_metadata(
             outcome=outcome, memory_status=memory_status,
             operation_count=summary.operation_count, targets=summary.targets,
             user_characters=document_length(after.user) if after else None,
             memory_characters=document_length(after.memory) if after else None,
-            retry_count=self.committed.retry_count if self.committed else None,
+            retry_count=committed.retry_count if committed else None,
         )
 
     async def _run(self, conversation_id: int | None) -> TurnResult:
         self.prepared = await _in_thread(
             _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
-            load_memory=self.memory_on,
+            memory=self.memory,
         )
         send = _tagged(self.emit, self.turn_id)
+        attempt = None
         try:
             agent = await chat_agent()
             await self.emit({"type": "turn_started", "turn_id": self.turn_id,
                              "conversation_id": self.prepared.conversation_id})
-            memory_prompt = None
-            if self.memory_on:
-                memory_prompt = compile_memory_prompt(
-                    snapshot=self.prepared.snapshot, limits=self.limits,
-                    writes_enabled=self.prepared.snapshot is not None,
-                )
-            request_agent = agent.for_request(memory_prompt=memory_prompt)
+            request_agent = agent.for_request(memory_prompt=self.memory.prompt())
             try:
-                attempt, staged = await _attempts(
+                attempt = await _attempts(
                     request_agent, models=agent.models, history=self.prepared.history, emit=send,
-                    scope=self._scope, on_staged=self._track,
+                    memory=self.memory,
                 )
             except _AttemptsFailed as exc:
                 self.tool_events = list(exc.tool_events)
@@ -319,20 +276,26 @@ class _Turn:
                         "model_failed_after_staging",
                         "The model failed after proposing a memory change, so nothing was saved and no "
                         "fallback model ran. Send your message again.",
-                        memory=self._discarded(),
+                        memory=await self.memory.discard(reason="model_failed_after_staging"),
                     ) from exc
-                raise TurnFailed(exc.code, exc.message, memory=self._no_change()) from exc
+                raise TurnFailed(exc.code, exc.message, memory=await self.memory.discard(reason=exc.code)) from exc
             self.tool_events = list(attempt.tool_events)
             if self.cancel_event.is_set():
                 raise _Cancelled()
-            outcome = await self._commit(staged)
-            return await self._complete(attempt, outcome)
+            outcome = await self.memory.commit(cancel_event=self.cancel_event)
+            if outcome.code == "cancelled":
+                raise _Cancelled()
         except asyncio.CancelledError:
+            if attempt is not None and self.memory.outcome is not None and self.memory.outcome.code != "cancelled":
+                # The commit finished while the task was being cancelled: the turn is complete.
+                await self._complete(attempt, self.memory.outcome)
+                raise
             await self._fail(TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
-                                        memory=self.settled or self._discarded()), reason="cancelled")
+                                        memory=await self.memory.discard(reason="cancelled")), reason="cancelled")
             raise
         except _Cancelled:
-            failure = TurnFailed("cancelled", "The turn was stopped; nothing was saved.", memory=self._discarded())
+            failure = TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
+                                 memory=await self.memory.discard(reason="cancelled"))
             await self._fail(failure, reason="cancelled")
             raise failure from None
         except TurnFailed as failure:
@@ -342,106 +305,53 @@ class _Turn:
             logger.error("chat turn failed: %s", type(exc).__name__)
             failure = TurnFailed(
                 "internal_error", "Something went wrong on our side; nothing was saved. Try again.",
-                memory=self._discarded(),
+                memory=await self.memory.discard(reason="turn_error"),
             )
             await self._fail(failure, reason="turn_error")
             raise failure from exc
-
-    def _scope(self) -> AbstractContextManager[MemoryRequest | None]:
-        if not self.memory_on:
-            return nullcontext(None)
-        snapshot = self.prepared.snapshot
-        return memory_scope(self.user_id, snapshot is not None, snapshot=snapshot, limits=self.limits)
-
-    def _track(self, operations: list[Operation]) -> None:
-        self.pending = self.staged = operations
-
-    async def _commit(self, operations: list[Operation]) -> MemoryOutcome:
-        if not self.memory_on:
-            return MemoryOutcome(DISABLED)
-        if self.prepared.snapshot is None:
-            return MemoryOutcome(UNAVAILABLE)
-        if not operations:
-            return MemoryOutcome(NOTHING_TO_COMMIT)
-        count = len(operations)
-        task = asyncio.ensure_future(
-            store.commit_in_worker(
-                user_id=self.user_id, operations=operations, cancel_event=self.cancel_event, limits=self.limits,
-            )
-        )
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            # The worker decides inside its transaction; learn what it decided.
-            self.cancel_event.set()
-            self.settled = await self._settle(task, count)
-            raise
-        except MemoryValidationError as exc:
-            self.pending = []
-            return MemoryOutcome(REJECTED, operation_count=count, code=exc.code)
-        except store.CommitCancelled:
-            self.pending = []
-            raise _Cancelled() from None
-        except Exception as exc:  # the commit rolled back; the answer still stands
-            self.pending = []
-            logger.warning("memory commit failed: %s", type(exc).__name__)
-            return MemoryOutcome(
-                DISCARDED, operation_count=count, code="commit_failed",
-                message="The answer stands, but memory could not be saved (a database error). Try again later.",
-            )
-        self.pending = []
-        return await self._committed(result, count)
-
-    async def _settle(self, task: asyncio.Future, count: int) -> MemoryOutcome:
-        try:
-            result = await task
-        except Exception:
-            self.pending = []
-            return MemoryOutcome(DISCARDED, operation_count=count)
-        self.pending = []
-        return await self._committed(result, count)
-
-    async def _committed(self, result: store.CommitResult, count: int) -> MemoryOutcome:
-        self.committed = result
-        usage = notify.usage_payload(result.snapshot, self.limits)
-        message = "" if result.changed else "Memory already held this; nothing changed."
-        if result.changed:
-            announced = await asyncio.shield(
-                notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits)
-            )
-            if not announced:  # the channel layer failed: say so rather than leave other pages stale
-                message = NOT_ANNOUNCED_MESSAGE
-        return MemoryOutcome(
-            COMMITTED, operation_count=count, changed=tuple(result.changed), usage=usage, message=message,
-        )
+        return await self._complete(attempt, outcome)
 
     async def _complete(self, attempt: AttemptResult, outcome: MemoryOutcome) -> TurnResult:
+        """Store the reply and report the turn complete; the outcome is already decided.
+
+        A Stop or disconnect while the reply is stored waits for the store to
+        finish and then re-raises: the person still gets the one true outcome.
+        """
+        reply = storable(attempt.text)
         message_id = created_at = None
+        notice = ""
+        cancelled = False
         if self.prepared.logged:
+            store_reply = asyncio.ensure_future(_in_thread(
+                _store_reply, conversation_id=self.prepared.conversation_id,
+                user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=reply,
+                outcome=outcome.status, metadata=self._metadata(model=attempt.model),
+            ))
+            while not store_reply.done():
+                try:
+                    await asyncio.shield(store_reply)
+                except asyncio.CancelledError:
+                    cancelled = True
+                except Exception:
+                    break
             try:
-                message_id, created_at = await asyncio.shield(_in_thread(
-                    _store_reply, conversation_id=self.prepared.conversation_id,
-                    user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=attempt.text,
-                    outcome=outcome.status, metadata=self._metadata(model=attempt.model),
-                ))
-            except UNREACHABLE as exc:  # the answer (and a commit already made) still stand
+                message_id, created_at = store_reply.result()
+            except Exception as exc:  # the answer and a commit already made still stand
                 logger.warning("reply not stored in the conversation log: %s", type(exc).__name__)
+                notice = REPLY_NOT_STORED
         result = TurnResult(
-            turn_id=self.turn_id, conversation_id=self.prepared.conversation_id, reply=attempt.text,
+            turn_id=self.turn_id, conversation_id=self.prepared.conversation_id, reply=reply,
             model=attempt.model, memory=outcome, tool_events=attempt.tool_events,
-            message_id=message_id, created_at=created_at,
+            message_id=message_id, created_at=created_at, notice=notice,
         )
         await self.emit(result.completed_frame())
+        if cancelled:
+            raise asyncio.CancelledError()
         return result
 
     async def _fail(self, failure: TurnFailed, *, reason: str) -> None:
         failure.turn_id = self.turn_id
         failure.conversation_id = self.prepared.conversation_id
-        pending, self.pending = self.pending, []
-        if pending:
-            await asyncio.shield(_in_thread(
-                store.record_discarded, user_id=self.user_id, operations=pending, reason=reason[:40],
-            ))
         if self.prepared.logged:
             try:
                 await asyncio.shield(_in_thread(
@@ -452,16 +362,6 @@ class _Turn:
                 logger.warning("turn failure not stored in the conversation log: %s", type(exc).__name__)
         await self.emit(failure.failed_frame())
 
-    def _discarded(self) -> MemoryOutcome:
-        return MemoryOutcome(DISCARDED, operation_count=len(self.pending))
-
-    def _no_change(self) -> MemoryOutcome:
-        if not self.memory_on:
-            return MemoryOutcome(DISABLED)
-        if self.prepared.snapshot is None:
-            return MemoryOutcome(UNAVAILABLE)
-        return MemoryOutcome(DISCARDED)
-
     def _metadata(self, *, model: str = "") -> dict:
         data: dict = {"tools": [event.as_metadata() for event in self.tool_events]}
         if model:
@@ -469,11 +369,16 @@ class _Turn:
         return data
 
 
+def storable(text: str) -> str:
+    """Return `text` as any database can store it: no NUL, no lone surrogate."""
+    return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
+
+
 # --- attempts and the fallback rule -------------------------------------------------
 
 
 class _AttemptsFailed(Exception):
-    def __init__(self, error: ModelError, *, staged: list[Operation], tool_events: Sequence[ToolEvent]) -> None:
+    def __init__(self, error: ModelError, *, staged: bool, tool_events: Sequence[ToolEvent]) -> None:
         super().__init__(error.message)
         self.code = error.code
         self.message = error.message
@@ -487,33 +392,23 @@ async def _attempts(
     models: Sequence[str],
     history: Sequence[dict],
     emit: Emit,
-    scope: Callable[[], AbstractContextManager[MemoryRequest | None]],
-    on_staged: Callable[[list[Operation]], None] = lambda operations: None,
-) -> tuple[AttemptResult, list[Operation]]:
+    memory: MemoryTurn,
+) -> AttemptResult:
     """Run the primary model, then the fallback only if nothing was staged.
 
-    Each attempt gets a fresh scope (a fresh ledger on the same snapshot),
-    so a fallback never sees or commits what a failed attempt staged.
+    Each attempt gets a fresh scope from the memory turn (a fresh ledger on
+    the same snapshot), so a fallback never sees or commits what a failed
+    attempt staged.
     """
     for index, model in enumerate(models):
-        with scope() as request:
-            ledger = request.ledger if request is not None else None
+        with memory.attempt():
             try:
-                attempt = await request_agent.run_attempt(model=model, history=history, emit=emit)
+                return await request_agent.run_attempt(model=model, history=history, emit=emit)
             except ModelError as exc:
-                staged = list(ledger.operations) if ledger else []
-                on_staged(staged)
-                if staged or index + 1 == len(models):
-                    raise _AttemptsFailed(exc, staged=staged, tool_events=exc.tool_events) from exc
-                # A fresh attempt: the client drops what the failed model streamed.
-                await emit({"type": "delta", "text": "", "reset": True})
-                continue
-            except BaseException:
-                on_staged(list(ledger.operations) if ledger else [])
-                raise
-            staged = list(ledger.operations) if ledger else []
-            on_staged(staged)
-            return attempt, staged
+                if not memory.may_fall_back or index + 1 == len(models):
+                    raise _AttemptsFailed(exc, staged=not memory.may_fall_back, tool_events=exc.tool_events) from exc
+        # A fresh attempt: the client drops what the failed model streamed.
+        await emit({"type": "delta", "text": "", "reset": True})
     raise AssertionError("an agent always has at least one model")
 
 
@@ -533,13 +428,9 @@ def _with_connection_rules(function, kwargs):
         close_old_connections()
 
 
-def _prepare(*, user_id, content: str, conversation_id: int | None, load_memory: bool) -> _Prepared:
-    snapshot = None
-    if load_memory:
-        try:
-            snapshot = store.load_snapshot(user_id=user_id)
-        except Exception as exc:  # fail open: answer without memory, write nothing
-            logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
+def _prepare(*, user_id, content: str, conversation_id: int | None, memory: MemoryTurn) -> _Prepared:
+    # In the log's thread and connection: one handoff and one connection per turn for both.
+    memory.read()
     try:
         with transaction.atomic():
             if conversation_id is None:
@@ -557,12 +448,10 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, load_memory:
         # Fail open here too: answer from this message alone and store nothing of the turn.
         logger.warning("conversation log unavailable for this turn: %s", type(exc).__name__)
         return _Prepared(conversation_id=conversation_id, user_message_id=None,
-                         history=[{"role": "user", "content": content}], snapshot=snapshot, logged=False)
+                         history=[{"role": "user", "content": content}], logged=False)
     history = [{"role": row["role"], "content": row["content"]} for row in reversed(earlier)]
     history.append({"role": "user", "content": content})
-    return _Prepared(
-        conversation_id=conversation.pk, user_message_id=message.pk, history=history, snapshot=snapshot,
-    )
+    return _Prepared(conversation_id=conversation.pk, user_message_id=message.pk, history=history)
 
 
 def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):

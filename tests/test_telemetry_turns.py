@@ -281,13 +281,14 @@ async def socket_turns(user) -> list[dict]:
     for content, _ in TURNS:
         await say(socket, content)
         ends.append(await turn_end(socket))
-    # A batch the store rejects at commit: after staging, the person adds a
-    # second entry that the staged match also finds.
+    # A batch the store rejects at commit: after staging, the person corrects
+    # the entry the staged remove was pinned to (a conflict).
     with override_settings(DEMO_MODEL_DELAY_MS=40):
         await say(socket, f"forget: {S['conflict_argument']}")
         await receive_until(socket, "tool")
         await db(store.commit_operations, user_id=user.pk, actor=Actor.USER, operations=[
-            Operation("memory", "add", content=f"Parking bay {S['conflict_argument']} west.")])
+            Operation("memory", "replace", match=S["conflict_argument"],
+                      content=f"Parking bay {S['conflict_argument']} west.")])
         ends.append(await turn_end(socket))
     with override_settings(DEMO_MODEL_DELAY_MS=200):
         await say(socket, f"remember: Gate word {S['cancel_argument']}.")

@@ -130,7 +130,7 @@ async def test_model_failure_without_fallback_reports_no_memory_change(user):
         await run_turn(user=user, content="hello [[fail-first]]")
 
     assert failure.value.code == "model_error"
-    assert failure.value.memory.status == "discarded"
+    assert failure.value.memory.status == "nothing_to_commit"  # nothing was staged, so nothing was lost
     assert await events_of(user, Outcome.DISCARDED) == []  # nothing was staged, nothing to record
 
 
@@ -180,7 +180,7 @@ async def test_cancel_event_set_before_the_commit_commits_nothing(user):
     assert await db(MemoryDocument.objects.filter(user=user).count) == 0
 
 
-async def test_concurrent_edit_that_makes_a_match_ambiguous_is_rejected_and_the_answer_stands(user):
+async def test_concurrent_writers_preserve_both_changes_when_a_new_entry_also_matches(user):
     await aseed(user, memory_entries=["Uses tea breaks"])
 
     async def emit(frame):
@@ -191,10 +191,30 @@ async def test_concurrent_edit_that_makes_a_match_ambiguous_is_rejected_and_the_
 
     result = await run_turn(user=user, content="forget: tea", emit=emit)
 
+    # The staged remove is pinned to the entry it matched, so it still removes that one.
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).memory == ("Green tea is fine",)
+
+
+async def test_stale_replace_is_rejected_as_a_conflict_and_keeps_the_persons_correction(user):
+    await aseed(user, memory_entries=["Uses Python 3.11"])
+    correction = "Uses Python 3.13; never 3.12"
+
+    async def emit(frame):
+        # Between staging and commit, the person corrects the entry on the memory page.
+        if frame["type"] == "tool":
+            await db(store.commit_operations, user_id=user.pk, operations=[
+                Operation(target="memory", action="replace", match="Uses Python 3.11", content=correction)])
+
+    result = await run_turn(user=user, content="correct: 3.11 => 3.12", emit=emit)
+
     assert result.memory.status == "rejected"
-    assert result.memory.code == "ambiguous_match"
+    assert result.memory.code == "conflict"
+    assert "changed while" in result.memory.message and "not saved" in result.memory.message
     assert result.reply  # the answer still stands
-    assert (await snapshot_of(user)).memory == ("Uses tea breaks", "Green tea is fine")
+    assert (await snapshot_of(user)).memory == (correction,)
+    [event] = await events_of(user, Outcome.REJECTED)
+    assert event.error_code == "conflict"
 
 
 async def test_two_users_concurrent_turns_never_see_each_others_memory(user, other_user):

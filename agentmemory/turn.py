@@ -1,0 +1,315 @@
+"""The memory side of one turn, for any agent loop: read, stage, commit once.
+
+This is agentmemory's public API for a turn. A chat app (ours in `chat/`,
+or another project's own loop over the plain `openai` client) gets every
+guarantee of the design through it:
+
+- `load()` reads the person's memory fail-open under a bounded wait: after a
+  read error or a timeout the turn goes on with memory "unavailable" and
+  writes off, never with an invented empty snapshot.
+- `prompt()` and `tools` are what this turn offers the model.
+- `attempt()` binds a fresh scope (a new ledger on the same snapshot) for
+  each model attempt, so a fallback never sees or commits what a failed
+  attempt staged; `may_fall_back` says whether a fallback may run at all.
+- `commit()` commits what the final attempt staged, once, after the answer
+  is complete, in a worker thread that a cancel can still roll back.
+- `discard()` ends a turn that did not complete.
+
+The turn's `outcome` is decided once. After a commit has returned, nothing
+later (a reply that cannot be stored, a Stop, a disconnect) turns it into
+"discarded": `discard()` then returns the committed outcome unchanged.
+
+Outcome statuses (the `status` of `MemoryOutcome`): committed,
+nothing_to_commit, unavailable, disabled, discarded, rejected. `code` names
+the reason (content-free); `message` is a plain sentence for the person.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import close_old_connections
+
+from . import notify, store
+from .conf import memory_settings
+from .prompt import POLICY_VERSION, compile_memory_prompt
+from .rules import MemoryValidationError, Operation, Snapshot
+from .scope import MemoryLedger, MemoryRequest, memory_scope
+from .tool import MEMORY_UPDATE_TOOL
+
+logger = logging.getLogger(__name__)
+
+COMMITTED = "committed"
+NOTHING_TO_COMMIT = "nothing_to_commit"
+UNAVAILABLE = "unavailable"
+DISABLED = "disabled"
+DISCARDED = "discarded"
+REJECTED = "rejected"
+
+STATUS_DISABLED = "disabled"
+STATUS_AVAILABLE = "available"
+STATUS_UNAVAILABLE = "unavailable"
+
+# What the person reads for each status; `CODE_MESSAGES` refines it by code.
+OUTCOME_MESSAGES = {
+    COMMITTED: "Memory saved.",
+    NOTHING_TO_COMMIT: "No memory change in this turn.",
+    UNAVAILABLE: "Memory could not be read this turn: the answer was given without it and nothing was saved.",
+    DISABLED: "Memory is off for this chat.",
+    DISCARDED: "The turn did not complete, so its memory changes were discarded; nothing was saved.",
+    REJECTED: (
+        "The answer stands, but the memory change was not saved: it no longer fits your memory as "
+        "it is now. Ask again to retry."
+    ),
+}
+CODE_MESSAGES = {
+    "unchanged": "Memory already held this; nothing changed.",
+    "not_announced": (
+        "Memory saved, but your other open pages were not told (live updates are unavailable); "
+        "reload them to see it."
+    ),
+    "conflict": (
+        "Your memory changed while this reply was being written, so this change was not saved. "
+        "Look at your memory page, then ask again if it is still needed."
+    ),
+    "commit_failed": "The answer stands, but memory could not be saved (a database error). Try again later.",
+    "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
+    "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
+}
+
+
+@dataclass(frozen=True)
+class MemoryOutcome:
+    """What happened to memory in one turn, without any content."""
+
+    status: str
+    operation_count: int = 0
+    changed: tuple[str, ...] = ()
+    usage: Mapping | None = None
+    code: str = ""
+
+    @property
+    def message(self) -> str:
+        return CODE_MESSAGES.get(self.code) or OUTCOME_MESSAGES[self.status]
+
+    @property
+    def saved(self) -> bool:
+        """True when a commit wrote a change that is now stored."""
+        return self.status == COMMITTED and bool(self.changed)
+
+    def as_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "operation_count": self.operation_count,
+            "changed": list(self.changed),
+            "usage": dict(self.usage) if self.usage is not None else None,
+            "code": self.code,
+        }
+
+
+class MemoryTurn:
+    """The memory of one authenticated person for one turn.
+
+    `user_id` must come from the authentication layer (`request.user.pk`,
+    `scope["user"].pk`), never from model output.
+    """
+
+    def __init__(self, *, user_id, enabled: bool | None = None, limits: Mapping[str, int] | None = None) -> None:
+        config = memory_settings()
+        self.user_id = user_id
+        self.enabled = config.enabled if enabled is None else enabled
+        self.limits = dict(limits or config.limits)
+        self.snapshot: Snapshot | None = None
+        self.committed: store.CommitResult | None = None
+        self._ledger: MemoryLedger | None = None
+        self._outcome: MemoryOutcome | None = None
+
+    # --- reading ----------------------------------------------------------------
+
+    def read(self) -> Snapshot | None:
+        """Read the snapshot in this thread (fail open); return it, or None."""
+        self.snapshot = self._read() if self.enabled else None
+        return self.snapshot
+
+    def _read(self) -> Snapshot | None:
+        try:
+            return store.load_snapshot(user_id=self.user_id, timeout=memory_settings().read_timeout)
+        except Exception as exc:  # fail open: answer without memory, write nothing
+            logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
+            return None
+
+    async def load(self) -> Snapshot | None:
+        """Read the snapshot in a worker thread, waiting at most the read timeout.
+
+        The database bounds the query itself; this bounds the wait for a
+        connection too. A read that answers late is ignored.
+        """
+        if not self.enabled:
+            return None
+        worker = asyncio.ensure_future(asyncio.to_thread(_with_connection_rules, self._read))
+        try:
+            self.snapshot = await asyncio.wait_for(asyncio.shield(worker), timeout=memory_settings().read_timeout + 1)
+        except asyncio.TimeoutError:
+            logger.warning("memory unavailable for this turn: the read timed out")
+            self.snapshot = None
+        return self.snapshot
+
+    @property
+    def status(self) -> str:
+        if not self.enabled:
+            return STATUS_DISABLED
+        return STATUS_AVAILABLE if self.snapshot is not None else STATUS_UNAVAILABLE
+
+    @property
+    def writes_enabled(self) -> bool:
+        return self.enabled and self.snapshot is not None
+
+    # --- what the model is offered ----------------------------------------------------
+
+    def prompt(self, *, policy_version: str = POLICY_VERSION) -> str | None:
+        """Return the memory section of this turn's system prompt (None when memory is off)."""
+        if not self.enabled:
+            return None
+        return compile_memory_prompt(
+            snapshot=self.snapshot, limits=self.limits, writes_enabled=self.writes_enabled,
+            policy_version=policy_version,
+        )
+
+    @property
+    def tools(self) -> tuple[dict, ...]:
+        """The tool definitions (Chat Completions format) to offer the model."""
+        return (MEMORY_UPDATE_TOOL,) if self.enabled else ()
+
+    # --- staging ----------------------------------------------------------------------
+
+    @contextmanager
+    def attempt(self) -> Iterator[MemoryRequest | None]:
+        """Bind a fresh scope for one model attempt; the tool stages on its ledger."""
+        if not self.enabled:
+            self._ledger = None
+            yield None
+            return
+        with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits) as request:
+            self._ledger = request.ledger
+            yield request
+
+    @property
+    def staged(self) -> list[Operation]:
+        """What the latest attempt staged (pinned operations, in order)."""
+        return list(self._ledger.operations) if self._ledger is not None else []
+
+    @property
+    def may_fall_back(self) -> bool:
+        """A fallback model may run only when the failed attempt staged nothing."""
+        return not self.staged
+
+    # --- the one outcome -----------------------------------------------------------------
+
+    @property
+    def outcome(self) -> MemoryOutcome | None:
+        return self._outcome
+
+    async def commit(self, *, cancel_event: threading.Event | None = None) -> MemoryOutcome:
+        """Commit the staged batch after the final answer; return the turn's outcome.
+
+        Call once, only when the answer is complete. A batch that no longer
+        applies to the latest memory is `rejected` (code `conflict` when an
+        entry it edits changed meanwhile); a database error or a lock wait
+        past the limit is `discarded`, and the answer stands. If the task is
+        cancelled meanwhile, the worker's transaction decides (the event is
+        set) and the outcome records what it decided before CancelledError.
+        """
+        if self._outcome is not None:
+            return self._outcome
+        if not self.enabled:
+            return self._settle(MemoryOutcome(DISABLED))
+        if self.snapshot is None:
+            return self._settle(MemoryOutcome(UNAVAILABLE))
+        operations = self.staged
+        if not operations:
+            return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
+        event = cancel_event or threading.Event()
+        worker = asyncio.ensure_future(
+            store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits)
+        )
+        try:
+            result = await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            event.set()  # the worker decides inside its transaction; learn what it decided
+            try:
+                result = await worker
+            except Exception as exc:
+                self._settle(self._failed(exc, len(operations)))
+            else:
+                await self._committed(result, len(operations))
+            raise
+        except Exception as exc:
+            return self._settle(self._failed(exc, len(operations)))
+        return await self._committed(result, len(operations))
+
+    async def discard(self, *, reason: str) -> MemoryOutcome:
+        """End a turn that did not complete: drop what was staged; return the outcome.
+
+        A committed outcome stays committed: the commit already happened.
+        """
+        if self._outcome is not None:
+            return self._outcome
+        operations = self.staged
+        if operations:
+            await asyncio.shield(asyncio.to_thread(
+                _with_connection_rules, store.record_discarded,
+                user_id=self.user_id, operations=operations, reason=reason[:40],
+            ))
+            return self._settle(MemoryOutcome(DISCARDED, operation_count=len(operations), code=reason[:40]))
+        if not self.enabled:
+            return self._settle(MemoryOutcome(DISABLED))
+        if self.snapshot is None:
+            return self._settle(MemoryOutcome(UNAVAILABLE))
+        return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
+
+    def _settle(self, outcome: MemoryOutcome) -> MemoryOutcome:
+        if self._outcome is None:
+            self._outcome = outcome
+        return self._outcome
+
+    def _failed(self, exc: BaseException, count: int) -> MemoryOutcome:
+        if isinstance(exc, MemoryValidationError):
+            return MemoryOutcome(REJECTED, operation_count=count, code=exc.code)
+        if isinstance(exc, store.CommitCancelled):
+            return MemoryOutcome(DISCARDED, operation_count=count, code="cancelled")
+        if store.is_lock_timeout(exc):
+            logger.warning("memory commit gave up waiting for the person's lock")
+            return MemoryOutcome(DISCARDED, operation_count=count, code="memory_busy")
+        logger.warning("memory commit failed: %s", type(exc).__name__)
+        return MemoryOutcome(DISCARDED, operation_count=count, code="commit_failed")
+
+    async def _committed(self, result: store.CommitResult, count: int) -> MemoryOutcome:
+        self.committed = result
+        code = "" if result.changed else "unchanged"
+        outcome = self._settle(MemoryOutcome(
+            COMMITTED, operation_count=count, changed=tuple(result.changed),
+            usage=notify.usage_payload(result.snapshot, self.limits), code=code,
+        ))
+        if result.changed:
+            announced = await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))
+            if not announced:  # the channel layer failed: say so rather than leave other pages stale
+                self._outcome = outcome = MemoryOutcome(
+                    COMMITTED, operation_count=count, changed=outcome.changed, usage=outcome.usage,
+                    code="not_announced",
+                )
+        return outcome
+
+
+def _with_connection_rules(function, /, *args, **kwargs):
+    # Worker threads are pooled and outlive the turn: treat each call like a
+    # request, so CONN_MAX_AGE decides whether the connection stays.
+    close_old_connections()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        close_old_connections()

@@ -1,0 +1,214 @@
+"""Tool calls that a model wrote as text instead of as a structured call.
+
+Small open-weights models (and servers whose chat template they ignore)
+sometimes answer with `{"name": "memory_update", "arguments": {...}}`, a
+fenced ```json block holding it, or `<tool_call>...</tool_call>` tags. That
+text must never be shown or stored as the person's answer: when tools are
+offered it is handled as the call it is, otherwise it is dropped, and the
+rest of the answer is kept.
+
+`TextCallFilter` sits on the stream: it passes text through as it arrives
+and holds back from the first place a call could start (a `<tool_call>` tag,
+a code fence, a `{` opening a line) until it can tell, or until the round
+ends. `extract_calls` then finds every call in the round's whole text.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+TOOL_NAME = "memory_update"
+
+_OPEN_TAG = "<tool_call>"
+_FENCE = "```"
+_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_FENCED = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
+_CALL_START = re.compile(r'\{\s*"(?:name|function|operations|type|tool|arguments)"\s*:')
+# Languages a fenced call is written in; any other fence is code and streams on.
+_CALL_FENCES = frozenset({"", "json", "tool_call", "tool_code", "jsonc", "javascript", "js"})
+_DECIDE_CHARS = 48
+
+
+@dataclass(frozen=True)
+class TextCall:
+    """A memory_update call found in text: its arguments as a JSON string."""
+
+    arguments: str
+
+
+def as_call(value: object) -> TextCall | None:
+    """Return the memory_update call `value` (decoded JSON) stands for, if any."""
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        value = value["function"]
+    if not isinstance(value, dict):
+        return None
+    if set(value) == {"operations"}:
+        return TextCall(arguments=json.dumps(value))
+    if value.get("name") != TOOL_NAME:
+        return None
+    arguments = value.get("arguments", value.get("parameters"))
+    if isinstance(arguments, str):
+        return TextCall(arguments=arguments)
+    if isinstance(arguments, dict):
+        return TextCall(arguments=json.dumps(arguments))
+    return None
+
+
+def extract_calls(text: str) -> tuple[str, list[TextCall]]:
+    """Return the text without the memory_update calls written in it, and the calls."""
+    spans: list[tuple[int, int]] = []
+    calls: list[TextCall] = []
+
+    def take(start: int, end: int, body: str) -> bool:
+        call = _decode_call(body)
+        if call is None or any(s < end and start < e for s, e in spans):
+            return False
+        spans.append((start, end))
+        calls.append(call)
+        return True
+
+    for found in _TAG.finditer(text):
+        take(found.start(), found.end(), found.group(1))
+    for found in _FENCED.finditer(text):
+        if found.group(1).lower() in _CALL_FENCES:
+            take(found.start(), found.end(), found.group(2))
+    decoder = json.JSONDecoder()
+    for found in _CALL_START.finditer(text):
+        start = found.start()
+        if any(s <= start < e for s, e in spans):
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if (call := as_call(value)) is not None and not any(s < end and start < e for s, e in spans):
+            spans.append((start, end))
+            calls.append(call)
+
+    if not spans:
+        return text, []
+    ordered = sorted(zip(spans, calls), key=lambda pair: pair[0][0])
+    kept, cursor = [], 0
+    for (start, end), _ in ordered:
+        kept.append(text[cursor:start])
+        cursor = end
+    kept.append(text[cursor:])
+    cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    return cleaned, [call for _, call in ordered]
+
+
+def _decode_call(body: str) -> TextCall | None:
+    body = body.strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(body)
+    except ValueError:
+        return None
+    return as_call(value)
+
+
+class TextCallFilter:
+    """Pass streamed text through, holding back what may be a call written as text."""
+
+    def __init__(self) -> None:
+        self.text = ""  # everything the round streamed
+        self.shown = ""  # the part passed through so far (always a prefix of `text`)
+        self._pending = ""
+        self._holding = False
+
+    def feed(self, delta: str) -> str:
+        """Add streamed text; return the part that is safe to show now."""
+        self.text += delta
+        if self._holding:
+            return ""
+        self._pending += delta
+        out = self._release()
+        self.shown += out
+        return out
+
+    def finish(self) -> tuple[str, str, list[TextCall]]:
+        """End the round: return (text still to show, the round's clean text, the calls)."""
+        cleaned, calls = extract_calls(self.text)
+        tail = cleaned[len(self.shown):] if cleaned.startswith(self.shown) else ""
+        self.shown += tail
+        return tail, cleaned, calls
+
+    def _release(self) -> str:
+        out = []
+        while True:
+            pending = self._pending
+            start = _suspect(pending)
+            if start is None:
+                keep = _partial_marker(pending)
+                out.append(pending[: len(pending) - keep])
+                self._pending = pending[len(pending) - keep:]
+                return "".join(out)
+            out.append(pending[:start])
+            rest = pending[start:]
+            decision, marker = _classify(rest)
+            if decision == "undecided":
+                self._pending = rest
+                return "".join(out)
+            if decision == "call":
+                self._holding = True
+                self._pending = rest
+                return "".join(out)
+            out.append(rest[:marker])
+            self._pending = rest[marker:]
+
+
+def _suspect(text: str) -> int | None:
+    """Return where a call could start in `text`, or None."""
+    positions = [i for i in (text.find("<tool_call"), text.find(_FENCE)) if i >= 0]
+    found = re.search(r'(?:^|\n)[ \t]*\{|\{\s*"', text)
+    if found is not None:
+        positions.append(text.index("{", found.start()))
+    return min(positions) if positions else None
+
+
+def _partial_marker(text: str) -> int:
+    """Return how many trailing characters could begin a marker."""
+    for size in range(min(len(text), len(_OPEN_TAG) - 1), 0, -1):
+        tail = text[-size:]
+        if _OPEN_TAG.startswith(tail) or _FENCE.startswith(tail):
+            return size
+    return 0
+
+
+def _classify(rest: str) -> tuple[str, int]:
+    """Decide whether `rest` (starting at a suspect) opens a call: call, text, or undecided."""
+    if rest.startswith("<tool_call"):
+        return "call", 0
+    if rest.startswith(_FENCE):
+        newline = rest.find("\n")
+        if newline < 0:
+            return ("undecided", 0) if len(rest) < _DECIDE_CHARS else ("text", len(_FENCE))
+        language = rest[len(_FENCE):newline].strip().lower()
+        if language not in _CALL_FENCES:
+            return "text", newline + 1
+        body = rest[newline + 1:].lstrip()
+        if not body:
+            return "undecided", 0
+        if not body.startswith("{"):
+            return "text", newline + 1
+        verdict, _ = _classify_json(body)
+        return verdict, newline + 1
+    return _classify_json(rest)
+
+
+def _classify_json(rest: str) -> tuple[str, int]:
+    if _CALL_START.match(rest):
+        return "call", 0
+    head = rest[1:].lstrip()
+    if not head:
+        return "undecided", 0
+    if head[0] != '"':
+        return "text", 1
+    key_end = head.find('"', 1)
+    if key_end < 0 and len(head) < _DECIDE_CHARS:
+        return "undecided", 0
+    if key_end >= 0 and ":" not in head[key_end:] and len(head) < _DECIDE_CHARS:
+        return "undecided", 0
+    return "text", 1
