@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts clean
+.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,18 @@ test-browser: install
 
 bench: install
 	@bash scripts/bench.sh
+
+# The memory curation eval (docs/curation.md): the scenario suite through the
+# real chat turn, against the settings in force (the offline demo model without
+# a key) or any endpoint, e.g.
+#   make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2"
+# EVAL_WRITE= (empty) prints the figures without updating the doc.
+EVAL_WRITE ?= docs/curation.md
+eval: export DEBUG ?= 1
+eval: export DEMO_MODEL_DELAY_MS ?= 0
+eval: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py memory_eval $(if $(EVAL_WRITE),--write $(EVAL_WRITE)) $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis artifacts
