@@ -466,7 +466,10 @@ def _record_outside(record: Callable[..., None], outcome: str, error_code: str =
     if connection.in_atomic_block and connection.needs_rollback:
         return
     try:
-        record(outcome, None, error_code)
+        # Bounded like the commit: whoever holds the person's lock also blocks
+        # this row's foreign-key check, and an audit row must not hang a turn.
+        with bounded_wait(memory_settings().commit_lock_timeout):
+            record(outcome, None, error_code)
     except Exception:  # the database may be the reason the commit failed
         logger.warning("memory event not recorded", extra={"outcome": outcome})
 

@@ -96,6 +96,7 @@ def _turn_response(result: TurnResult) -> dict:
         "reply": result.reply,
         "model": result.model,
         "memory": result.memory.as_dict(),
+        "notice": result.notice,
     }
 
 

@@ -62,6 +62,11 @@ class TurnResponseSerializer(serializers.Serializer):
     reply = serializers.CharField(allow_blank=True)
     model = serializers.CharField()
     memory = MemoryOutcomeSerializer()
+    notice = serializers.CharField(
+        allow_blank=True,
+        help_text="A plain sentence when the reply could not be saved in the conversation history "
+        "(the memory outcome still holds); empty otherwise.",
+    )
 
 
 class TurnFailureSerializer(serializers.Serializer):

@@ -271,7 +271,7 @@ class _Turn:
                 )
             except _AttemptsFailed as exc:
                 self.tool_events = list(exc.tool_events)
-                if exc.staged:
+                if exc.staged and exc.code != "model_incomplete":
                     raise TurnFailed(
                         "model_failed_after_staging",
                         "The model failed after proposing a memory change, so nothing was saved and no "

@@ -481,9 +481,8 @@ def test_locked_sqlite_database_is_retried_end_to_end(make_user, settings):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's own lock; PostgreSQL has the deadlock tests above")
     user = make_user("carol")
-    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.5}
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout = 0")  # fail at once instead of waiting 20 s
+    # The commit's lock wait is bounded (COMMIT_LOCK_TIMEOUT_SECONDS): fail at once here.
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.5, "COMMIT_LOCK_TIMEOUT_SECONDS": 0.001}
     holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
     # The first attempt's BEGIN IMMEDIATE fails at once ("database is locked");
@@ -495,7 +494,7 @@ def test_locked_sqlite_database_is_retried_end_to_end(make_user, settings):
     finally:
         release.join()
         holder.close()
-        connection.close()  # drop the zero busy timeout
+        connection.close()
     assert result.retry_count >= 1
     assert store.load_snapshot(user_id=user.pk) == Snapshot(memory=("fact",))
 
