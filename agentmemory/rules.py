@@ -307,7 +307,8 @@ def check_operation(operation: Operation, position: int) -> None:
     if operation.action == "add":
         if operation.match is not None:
             raise MemoryValidationError(
-                "add takes content only; drop match, or use replace to change an entry.",
+                "add takes content only: send it again without match (to change an existing entry, use "
+                "replace with match).",
                 code="add_with_match", position=position, target=operation.target,
             )
         if operation.content is None:

@@ -5,11 +5,11 @@ obeys the same rules and takes the same per-person lock as the agent's
 commit: a page edit and a chat turn queue and keep each other's changes.
 After a change, every open chat page of the person hears `memory_changed`.
 
-The memory page names an entry by its full text. Substring matching alone
-could then pick a longer entry that contains it (after the entry itself was
-changed elsewhere), so the page's batches carry a precondition the store
-checks under the lock: the exact entry must still be there and be the only
-one containing that text.
+The memory page names an entry by its full text, so its batches pin each
+replace or remove to that exact entry (the rule the agent's commit follows:
+a whole-entry match selects that entry even inside longer ones, and a pinned
+entry that changed meanwhile is a conflict). A precondition checked under
+the lock turns that conflict into the page's own words.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def correct_entry(*, user_id, target: str, entry: str, content: str) -> CommitRe
     entry = normalize_text(entry)
     return commit_batch(
         user_id=user_id,
-        operations=[Operation(target=target, action="replace", match=entry, content=content)],
+        operations=[Operation(target=target, action="replace", match=entry, content=content, entry=entry)],
         precondition=_exact_entry(target, entry),
     )
 
@@ -60,7 +60,7 @@ def remove_entry(*, user_id, target: str, entry: str) -> CommitResult:
     entry = normalize_text(entry)
     return commit_batch(
         user_id=user_id,
-        operations=[Operation(target=target, action="remove", match=entry)],
+        operations=[Operation(target=target, action="remove", match=entry, entry=entry)],
         precondition=_exact_entry(target, entry),
     )
 
@@ -80,12 +80,6 @@ def _exact_entry(target: str, entry: str) -> Callable[[Snapshot], None]:
                 "This entry was changed or removed since the page was loaded; nothing was saved. "
                 "Reload the page to see the current memory.",
                 code="entry_changed", position=1, target=target,
-            )
-        if sum(entry in other for other in entries) > 1:
-            raise MemoryValidationError(
-                "This entry's text is also part of a longer entry, so it cannot be picked out "
-                "on its own; nothing was saved. Correct or remove the longer entry first.",
-                code="entry_not_unique", position=1, target=target,
             )
 
     return check

@@ -116,14 +116,13 @@ def test_remove_deletes_exactly_that_entry(alice_client, user):
     assert entries_of(user)["user"] == ("Uses vim.",)
 
 
-def test_entry_contained_in_a_longer_entry_is_refused_plainly_and_nothing_changes(alice_client, user):
+def test_an_entry_contained_in_a_longer_entry_is_removed_on_its_own(alice_client, user):
     seed(user, user_entries=["Likes tea", "Likes tea with milk"])
 
     response = alice_client.post("/memory/remove/", {"target": "user", "entry": "Likes tea"})
 
-    assert response.status_code == 400
-    assert "also part of a longer entry" in entry_block(response.content.decode(), "Likes tea")
-    assert entries_of(user)["user"] == ("Likes tea", "Likes tea with milk")
+    assert response.status_code == 302
+    assert entries_of(user)["user"] == ("Likes tea with milk",)
 
 
 def test_stale_entry_never_edits_a_longer_entry_that_contains_it(alice_client, user):
