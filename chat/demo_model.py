@@ -275,6 +275,8 @@ def confirmation(result: dict, operation: dict | None) -> str:
     if not result.get("success"):
         error = result.get("error") or "the tool refused the change"
         return f"I could not change my memory: {error}"
+    if result.get("status") == "unchanged":
+        return "I already had that in my memory, so nothing changed."
     target = (operation or {}).get("target", "memory")
     action = (operation or {}).get("action", "add")
     where = "your profile" if target == "user" else "my notes"

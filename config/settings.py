@@ -84,6 +84,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # An unreachable server fails a connection in seconds, not minutes, so a
+    # turn's fail-open memory read and its conversation log stay bounded.
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3))
     if env.bool("DATABASE_SERVER_SIDE_BINDING", default=False):
         # Server-side binding with prepared statements: measurably faster
         # commits (bench/commit.py), but incompatible with PgBouncer in
@@ -170,6 +174,8 @@ AGENTMEMORY = {
     "USER_LIMIT": env.int("AGENTMEMORY_USER_LIMIT", default=1375),
     "MEMORY_LIMIT": env.int("AGENTMEMORY_MEMORY_LIMIT", default=2200),
     "CAPTURE_CONTENT": env.bool("AGENTMEMORY_CAPTURE_CONTENT", default=False),
+    "READ_TIMEOUT_SECONDS": env.float("AGENTMEMORY_READ_TIMEOUT_SECONDS", default=1.0),
+    "COMMIT_LOCK_TIMEOUT_SECONDS": env.float("AGENTMEMORY_COMMIT_LOCK_TIMEOUT_SECONDS", default=3.0),
 }
 
 # --- The chat and its models ------------------------------------------------

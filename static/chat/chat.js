@@ -150,6 +150,7 @@
         if (!running || frame.turn_id !== running.turnId) break;
         running.body.textContent = frame.message.content;
         running.bubble.classList.remove("pending");
+        if (frame.notice) running.notes.appendChild(el("p", "notice", frame.notice));
         appendOutcome(running.notes, frame.memory);
         showUsage(frame.memory && frame.memory.usage);
         setRunning(null);
