@@ -129,6 +129,8 @@ class TurnFailed(TurnError):
         self.memory = memory
         self.turn_id = turn_id
         self.conversation_id = conversation_id
+        # The turn's tool calls as metadata (set by the turn), for reports and evals.
+        self.tool_events: tuple[ToolEvent, ...] = ()
 
     def failed_frame(self) -> dict:
         return {
@@ -291,15 +293,15 @@ class _Turn:
                 await self._complete(attempt, self.memory.outcome)
                 raise
             await self._fail(TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
-                                        memory=await self.memory.discard(reason="cancelled")), reason="cancelled")
+                                        memory=await self.memory.discard(reason="cancelled")))
             raise
         except _Cancelled:
             failure = TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
                                  memory=await self.memory.discard(reason="cancelled"))
-            await self._fail(failure, reason="cancelled")
+            await self._fail(failure)
             raise failure from None
         except TurnFailed as failure:
-            await self._fail(failure, reason=failure.code)
+            await self._fail(failure)
             raise
         except Exception as exc:
             logger.error("chat turn failed: %s", type(exc).__name__)
@@ -307,7 +309,7 @@ class _Turn:
                 "internal_error", "Something went wrong on our side; nothing was saved. Try again.",
                 memory=await self.memory.discard(reason="turn_error"),
             )
-            await self._fail(failure, reason="turn_error")
+            await self._fail(failure)
             raise failure from exc
         return await self._complete(attempt, outcome)
 
@@ -349,9 +351,10 @@ class _Turn:
             raise asyncio.CancelledError()
         return result
 
-    async def _fail(self, failure: TurnFailed, *, reason: str) -> None:
+    async def _fail(self, failure: TurnFailed) -> None:
         failure.turn_id = self.turn_id
         failure.conversation_id = self.prepared.conversation_id
+        failure.tool_events = tuple(self.tool_events)
         if self.prepared.logged:
             try:
                 await asyncio.shield(_in_thread(
