@@ -10,6 +10,7 @@ model may run is decided by the turn (`chat.turns`), which owns the ledger.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
 from .text_calls import TextCallFilter
+
+logger = logging.getLogger(__name__)
 
 Emit = Callable[[dict], Awaitable[None]]
 
@@ -63,16 +66,19 @@ class ToolEvent:
         return data
 
     def summary(self) -> str:
+        """Return the plain sentence a person sees for this call (never a code)."""
         if self.tool != TOOL_NAME:
-            return f"{self.tool}: {self.status}"
+            return "The assistant asked for a tool that is not available here."
         if self.status == "staged":
-            noun = "operation" if self.operation_count == 1 else "operations"
-            return f"memory update staged: {self.operation_count} {noun}"
-        if self.status == "rejected":
-            return f"memory update rejected ({self.code or 'invalid'})"
+            changes = "1 change" if self.operation_count == 1 else f"{self.operation_count} changes"
+            return f"Memory: {changes} ready, saved when this reply completes."
         if self.status in ("unchanged", "repeated"):
-            return "memory update: nothing new to save"
-        return f"memory update refused: {self.status.replace('_', ' ')}"
+            return "Memory: nothing new to save."
+        if self.status == "rejected":
+            return "Memory: a change was not accepted."
+        if self.status == "stop_retrying":
+            return "Memory: the assistant stopped trying to change memory in this reply."
+        return "Memory is not available in this reply."
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,7 @@ class RequestAgent:
                     shown.append(reply.text)
                     text = "".join(shown).strip()
                     if not text:
-                        raise ModelError("model_empty", "The model gave no answer; send your message again.")
+                        raise ModelError("model_empty", "The assistant gave no answer. Send your message again.")
                     return AttemptResult(text=text, model=model, tool_events=tuple(events))
                 if reply.finish_reason not in TOOL_FINISH_REASONS:
                     raise _incomplete(reply.finish_reason)
@@ -177,9 +183,9 @@ class RequestAgent:
                 for fragment in delta.tool_calls or ():
                     _assemble(fragments, fragment)
         except openai.APIStatusError as exc:
-            raise ModelError("model_error", f"The model answered HTTP {exc.status_code}; try again.") from exc
+            raise ModelError("model_error", "The assistant could not answer just now. Try again.") from exc
         except (openai.APIError, httpx2.HTTPError) as exc:
-            raise ModelError("model_unreachable", f"The model could not be reached ({type(exc).__name__}); try again.") from exc
+            raise ModelError("model_unreachable", "The assistant could not be reached. Try again in a moment.") from exc
         tail, cleaned, written = text.finish()
         if tail:
             await emit({"type": "delta", "text": tail})
@@ -226,11 +232,11 @@ class _Round:
 
 
 def _incomplete(finish_reason: str | None) -> ModelError:
+    # The finish reason is for logs, not for the person.
+    logger.info("model answer incomplete: finish_reason=%s", finish_reason or "none")
     return ModelError(
         "model_incomplete",
-        "The model stopped before finishing its answer"
-        + (f" (finish reason {finish_reason!r})" if finish_reason else "")
-        + ", so nothing was saved. Send your message again.",
+        "The assistant stopped before finishing its answer, so nothing was saved. Send your message again.",
     )
 
 

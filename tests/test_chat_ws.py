@@ -57,7 +57,7 @@ async def test_turn_streams_started_deltas_tool_and_completed(user):
     assert types[0] == "turn_started" and types[1] == "tool" and types[-1] == "turn_completed"
     assert "delta" in types
     tool = frames[1]
-    assert tool["message"] == "memory update staged: 1 operation"
+    assert tool["message"] == "Memory: 1 change ready, saved when this reply completes."
     assert FACT not in json.dumps(tool)  # metadata only
     completed = frames[-1]
     assert completed["memory"]["status"] == "committed"
