@@ -1,7 +1,8 @@
 """System checks for the memory settings (`manage.py check`, and at start-up).
 
 They catch configurations that would quietly break a boundary: limits the
-threat scanner cannot cover, a retry or failure budget of zero, content
+threat scanner cannot cover, a retry or failure budget of zero, a wait
+bound of zero, a memory policy that is not shipped, content
 capture left on outside development, and a logging handler without the
 redaction filter.
 """
@@ -11,6 +12,7 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 
 from .conf import DEFAULTS
+from .prompt import load_policy
 from .threats import MAX_SCAN_CHARS
 
 FILTER_PATH = "agentmemory.telemetry.RedactionFilter"
@@ -31,6 +33,21 @@ def check_limits(app_configs=None, **kwargs):
                     id="agentmemory.E001",
                 )
             )
+    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS"):
+        value = values[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            errors.append(
+                Error(
+                    f"AGENTMEMORY['{key}'] is {value!r}; it must be a number of seconds above 0.",
+                    hint=f"Remove it to use the default {DEFAULTS[key]}.",
+                    id="agentmemory.E003",
+                )
+            )
+    try:
+        load_policy(str(values["POLICY_VERSION"]))
+    except ValueError as exc:
+        errors.append(Error(str(exc), hint="Set AGENTMEMORY_POLICY_VERSION to a shipped policy.",
+                            id="agentmemory.E004"))
     for key in ("MAX_TOOL_FAILURES", "COMMIT_ATTEMPTS"):
         value = values[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

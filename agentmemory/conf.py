@@ -27,6 +27,8 @@ DEFAULTS = {
     # How long a commit may wait for the person's lock (another writer, an
     # account deletion, a migration) before the write fails; the answer stands.
     "COMMIT_LOCK_TIMEOUT_SECONDS": 3.0,
+    # The reviewed memory policy the prompt uses (agentmemory/policy/memory_policy_<v>.md).
+    "POLICY_VERSION": "v1",
 }
 
 
@@ -40,6 +42,7 @@ class MemorySettings:
     retry_backoff_seconds: float
     read_timeout: float
     commit_lock_timeout: float
+    policy_version: str
 
 
 def memory_settings() -> MemorySettings:
@@ -54,4 +57,5 @@ def memory_settings() -> MemorySettings:
         retry_backoff_seconds=float(values["RETRY_BACKOFF_SECONDS"]),
         read_timeout=float(values["READ_TIMEOUT_SECONDS"]),
         commit_lock_timeout=float(values["COMMIT_LOCK_TIMEOUT_SECONDS"]),
+        policy_version=str(values["POLICY_VERSION"]),
     )

@@ -36,7 +36,7 @@ from django.db import close_old_connections
 
 from . import notify, store
 from .conf import memory_settings
-from .prompt import POLICY_VERSION, compile_memory_prompt
+from .prompt import compile_memory_prompt
 from .rules import MemoryValidationError, Operation, Snapshot
 from .scope import MemoryLedger, MemoryRequest, memory_scope
 from .tool import MEMORY_UPDATE_TOOL
@@ -171,13 +171,13 @@ class MemoryTurn:
 
     # --- what the model is offered ----------------------------------------------------
 
-    def prompt(self, *, policy_version: str = POLICY_VERSION) -> str | None:
+    def prompt(self, *, policy_version: str | None = None) -> str | None:
         """Return the memory section of this turn's system prompt (None when memory is off)."""
         if not self.enabled:
             return None
         return compile_memory_prompt(
             snapshot=self.snapshot, limits=self.limits, writes_enabled=self.writes_enabled,
-            policy_version=policy_version,
+            policy_version=policy_version or memory_settings().policy_version,
         )
 
     @property

@@ -121,3 +121,28 @@ def test_prompt_module_imports_nothing_from_chat():
         node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
     ] + [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     assert not [name for name in imported if name == "chat" or name.startswith("chat.")]
+
+
+def test_policy_v2_keeps_the_designs_lists_and_says_when_not_to_call_the_tool():
+    policy = load_policy("v2")
+    save = policy.split("Save:\n", 1)[1].split("\n\n", 1)[0]
+    skip = policy.split("Skip:\n", 1)[1].split("\n\n", 1)[0]
+    assert save == load_policy("v1").split("Save:\n", 1)[1].split("\n\n", 1)[0]
+    assert skip == load_policy("v1").split("Skip:\n", 1)[1].split("\n\n", 1)[0]
+    assert "do not call it" in policy
+
+
+def test_the_policy_version_setting_chooses_the_policy(settings, user):
+    from agentmemory.turn import MemoryTurn
+
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "ENABLED": True, "POLICY_VERSION": "v2"}
+    memory = MemoryTurn(user_id=user.pk)
+    memory.read()
+    assert memory.prompt().startswith(load_policy("v2"))
+
+
+def test_an_unknown_policy_version_setting_fails_the_system_check(settings):
+    from django.core.checks import run_checks
+
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "POLICY_VERSION": "v99"}
+    assert "agentmemory.E004" in [message.id for message in run_checks()]

@@ -84,11 +84,9 @@ def _code_version() -> str:
 
 
 def _policy_version() -> str:
-    try:
-        from agentmemory.prompt import POLICY_VERSION
-    except ImportError:
-        return "?"
-    return str(POLICY_VERSION)
+    from agentmemory.conf import memory_settings
+
+    return memory_settings().policy_version
 
 
 def _run(coroutine):
