@@ -166,12 +166,7 @@ def bounded_wait(seconds: float, *, statement: bool = False):
 def is_lock_timeout(exc: BaseException) -> bool:
     """Return True when a wait bounded by `bounded_wait` ran out."""
     cause = exc.__cause__ or exc
-    if getattr(cause, "sqlstate", None) in LOCK_TIMEOUT_SQLSTATES:
-        return True
-    if isinstance(cause, sqlite3.OperationalError):
-        code = getattr(cause, "sqlite_errorcode", None)
-        return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
-    return False
+    return getattr(cause, "sqlstate", None) in LOCK_TIMEOUT_SQLSTATES or _sqlite_busy(cause)
 
 
 def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
@@ -422,8 +417,11 @@ def lock_owner_for_deletion(*, user_id) -> None:
 def is_retryable(exc: BaseException) -> bool:
     """Return True for a deadlock or serialization failure, and nothing else."""
     cause = exc.__cause__ or exc
-    if getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES:
-        return True
+    return getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES or _sqlite_busy(cause)
+
+
+def _sqlite_busy(cause: BaseException) -> bool:
+    """Return True for SQLite's busy/locked errors (its lock wait ran out)."""
     if isinstance(cause, sqlite3.OperationalError):
         code = getattr(cause, "sqlite_errorcode", None)
         return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
