@@ -11,6 +11,7 @@ flight). The conversation views do no model work and stay plain DRF.
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import threading
 
@@ -19,9 +20,12 @@ from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
-from rest_framework.exceptions import NotFound
+from asgiref.sync import sync_to_async
+from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
+
+from . import budget
+from .budget import ChatTurnThrottle
 
 from .models import Conversation
 from .serializers import (
@@ -37,6 +41,7 @@ from .serializers import (
 from .turns import ConversationNotFound, TurnFailed, TurnResult, run_eval_turn, run_turn
 
 FAILURE_STATUS = {"internal_error": 500, "cancelled": 409}
+BUSY_RETRY_SECONDS = 2
 
 # DRF answers 403 on every route here when the credentials are missing or wrong.
 NOT_SIGNED_IN = OpenApiResponse(
@@ -111,8 +116,21 @@ def _failure_response(failure: TurnFailed) -> Response:
     return Response(body, status=FAILURE_STATUS.get(failure.code, 502))
 
 
-class TurnView(AsyncAPIView):
-    throttle_classes = [ScopedRateThrottle]
+class TurnLimitsMixin:
+    """429s of the turn routes say why, in one shape: {"code", "detail", "retry_after"} and Retry-After."""
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        if isinstance(exc, Throttled):
+            wait = int(exc.wait or 1)
+            response.data = {"code": "rate_limited", "retry_after": wait,
+                             "detail": f"Too many turns in a short time; try again in {wait:,} seconds."}
+            response["Retry-After"] = str(wait)
+        return response
+
+
+class TurnView(TurnLimitsMixin, AsyncAPIView):
+    throttle_classes = [ChatTurnThrottle]
     throttle_scope = "chat_turns"
 
     @extend_schema(
@@ -140,6 +158,16 @@ class TurnView(AsyncAPIView):
     async def post(self, request):
         serializer = TurnRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        slot = await sync_to_async(budget.acquire_turn, thread_sensitive=False)(request.user.pk)
+        if slot is None:
+            # Not a turn after all: the rate budget the throttle took is given back.
+            await sync_to_async(budget.give_back, thread_sensitive=False)(budget.person_key(request.user.pk))
+            return Response(
+                {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
+                 "detail": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running; wait for one "
+                           "to finish, then send again."},
+                status=429, headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
+            )
         try:
             result = await run_turn(
                 user=request.user,
@@ -151,6 +179,8 @@ class TurnView(AsyncAPIView):
             raise NotFound(str(exc)) from None
         except TurnFailed as failure:
             return _failure_response(failure)
+        finally:
+            await asyncio.shield(sync_to_async(slot.release, thread_sensitive=False)())
         return Response(_turn_response(result))
 
 
@@ -167,12 +197,22 @@ class HasEvalServiceToken(permissions.BasePermission):
         return hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
 
 
-class EvalTurnView(AsyncAPIView):
+class EvalTurnView(TurnLimitsMixin, AsyncAPIView):
     # A service token is not a person: no session, no user, so no memory.
     authentication_classes: list = []
     permission_classes = [HasEvalServiceToken]
-    throttle_classes = [ScopedRateThrottle]
+    # Keyed on the client address (NUM_PROXIES decides which one is trusted).
+    throttle_classes = [ChatTurnThrottle]
     throttle_scope = "chat_turns"
+
+    def check_permissions(self, request) -> None:
+        # The throttle runs before the token check, so wrong tokens spend the
+        # caller's budget too and cannot be guessed at full speed.
+        super().check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request) -> None:
+        pass  # done in check_permissions, before the token is checked
 
     @extend_schema(
         operation_id="eval_turn_create",

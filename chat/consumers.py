@@ -12,6 +12,12 @@ receiving from the layer are guarded. While the layer is down the socket
 chats on without live updates, a warning says so, and it rejoins the group
 once the layer answers again (a turn's outcome also says when its change
 could not be announced).
+
+Limits (chat/budget.py, shared with REST and across workers through the
+cache): each turn spends the person's `CHAT_TURN_RATE` budget and takes one
+of their `CHAT_MAX_CONCURRENT_TURNS` slots; a refusal is an `error` frame
+with `retry_after` and nothing of the turn is written. Opening a socket past
+`CHAT_MAX_SOCKETS_PER_PERSON` closes the person's oldest one (4429).
 """
 from __future__ import annotations
 
@@ -20,17 +26,23 @@ import json
 import logging
 import threading
 
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agentmemory.notify import group_name
 
+from . import budget
 from .frames import Cancel, FrameError, parse_client_frame
 from .turns import TurnError, run_turn
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+# The person opened more than CHAT_MAX_SOCKETS_PER_PERSON sockets; this, their oldest, was closed.
+CLOSE_TOO_MANY_SOCKETS = 4429
+# A refused turn may be retried this soon when it waited only for another turn to end.
+BUSY_RETRY_SECONDS = 2
 # How long a socket waits before asking a failed channel layer again.
 LAYER_RETRY_SECONDS = 2.0
 
@@ -42,6 +54,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     cancel_event: threading.Event | None = None
     closed = False
     in_group = False
+    registered = False
     _layer_receive = None
 
     def __init__(self, *args, **kwargs) -> None:
@@ -70,9 +83,45 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.group = group_name(user.pk)
         await self._join_group()
         self._group_known.set()
+        await self._register()
+
+    async def _register(self) -> None:
+        """Count this socket; close the person's oldest ones past the cap, on any worker."""
+        if not self.channel_name:
+            return
+        evicted = await _off_loop(budget.register_socket, self.user.pk, self.channel_name)
+        self.registered = True
+        for channel in evicted:
+            if channel == self.channel_name:
+                continue
+            try:
+                await self.channel_layer.send(channel, {"type": "socket.evict"})
+            except Exception as exc:
+                logger.warning("oldest socket not closed: channel layer error %s", type(exc).__name__)
+
+    async def socket_evict(self, event) -> None:
+        """Channel message from a newer socket of the same person: this one is past the cap."""
+        await self._end("too_many_sockets",
+                        f"You have more than {settings.CHAT_MAX_SOCKETS_PER_PERSON:,} chat pages open; "
+                        "this one, the oldest, was closed. Close other pages, then reload this one.",
+                        CLOSE_TOO_MANY_SOCKETS, registered=False)
+
+    async def _end(self, code: str, message: str, close_code: int, *, registered: bool = True) -> None:
+        """Stop the running turn (nothing of it is saved), say why, and close the socket."""
+        if self.closed:
+            return
+        await self._stop_turn()
+        await self._send({"type": "socket_closed", "code": code, "message": message})
+        if not registered:
+            self.registered = False  # the newer socket already took this one out of the registry
+        await self.close(code=close_code)
+        self.closed = True  # no frame and no turn after the close, whatever arrives before the handshake ends
 
     async def disconnect(self, code) -> None:
         self.closed = True
+        if self.registered:
+            self.registered = False
+            await _off_loop(budget.unregister_socket, self.user.pk, self.channel_name)
         if self.group and self.in_group:
             try:
                 await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -113,7 +162,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self.in_group = False
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
-        if self.user is None:
+        if self.user is None or self.closed:
             return
         try:
             frame = parse_client_frame(text_data, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)
@@ -127,14 +176,39 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({"type": "error", "code": "turn_in_progress",
                               "message": "A turn is still running; wait for it or send {\"type\": \"cancel\"}."})
             return
+        slot = await self._admit()
+        if slot is None:
+            return
         self.cancel_event = threading.Event()
-        self.turn = asyncio.create_task(self._run(frame.content, frame.conversation_id, self.cancel_event))
+        self.turn = asyncio.create_task(self._run(frame.content, frame.conversation_id, self.cancel_event, slot))
+
+    async def _admit(self) -> budget.Slot | None:
+        """Take a concurrent-turn slot and spend the rate budget, or send why not and return None."""
+        slot = await _off_loop(budget.acquire_turn, self.user.pk)
+        if slot is None:
+            await self._send({
+                "type": "error", "code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
+                "message": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running in other "
+                           "pages; wait for one to finish, then send again.",
+            })
+            return None
+        decision = await _off_loop(budget.take, budget.person_key(self.user.pk))
+        if not decision.allowed:
+            await _off_loop(slot.release)
+            await self._send({
+                "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
+                "message": f"Too many turns in a short time; nothing was sent to the model. "
+                           f"Try again in {decision.retry_after:,} seconds.",
+            })
+            return None
+        return slot
 
     async def memory_changed(self, event) -> None:
         """Group message `memory.changed` from agentmemory.notify."""
         await self._send({"type": "memory_changed", "usage": event.get("usage")})
 
-    async def _run(self, content: str, conversation_id: int | None, cancel_event: threading.Event) -> None:
+    async def _run(self, content: str, conversation_id: int | None, cancel_event: threading.Event,
+                   slot: budget.Slot) -> None:
         try:
             await run_turn(user=self.user, content=content, conversation_id=conversation_id,
                            emit=self._send, cancel_event=cancel_event)
@@ -147,6 +221,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             logger.error("chat socket turn crashed: %s", type(exc).__name__)
             await self._send({"type": "error", "code": "internal_error",
                               "message": "Something went wrong on our side; nothing was saved. Try again."})
+        finally:
+            await asyncio.shield(_off_loop(slot.release))
 
     async def _stop_turn(self, *, wait: bool = True) -> None:
         turn = self.turn
@@ -161,3 +237,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _send(self, frame: dict) -> None:
         if not self.closed:
             await self.send(text_data=json.dumps(frame))
+
+
+async def _off_loop(function, /, *args):
+    """Run a cache call (a Redis round trip with REDIS_URL) off the event loop."""
+    return await sync_to_async(function, thread_sensitive=False)(*args)

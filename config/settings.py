@@ -115,6 +115,23 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the throttles and the per-person turn budget (chat/budget.py):
+# shared by every worker through Redis when REDIS_URL is set; without it, the
+# process's own memory (one process, as `make run`).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "chat",
+            # A Redis that does not answer fails a cache call in seconds; the
+            # budget then lets turns through (and says so in the log).
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -189,6 +206,10 @@ OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=2)
 DEMO_MODEL_DELAY_MS = env.int("DEMO_MODEL_DELAY_MS", default=30)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=8000)
 EVAL_SERVICE_TOKEN = env.str("EVAL_SERVICE_TOKEN", default="")
+# One person's turns running at once, over every socket, REST call and worker.
+CHAT_MAX_CONCURRENT_TURNS = env.int("CHAT_MAX_CONCURRENT_TURNS", default=2)
+# One person's open chat sockets; a new one past the cap closes their oldest.
+CHAT_MAX_SOCKETS_PER_PERSON = env.int("CHAT_MAX_SOCKETS_PER_PERSON", default=10)
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {

@@ -1,0 +1,247 @@
+"""One turn budget per person, shared by every transport and every worker.
+
+Three limits, all kept in Django's cache (Redis when REDIS_URL is set, so
+they hold across processes; the process's memory otherwise):
+
+- the turn rate, `CHAT_TURN_RATE` (DRF rate syntax, default 30/min): the
+  REST turn throttle (`ChatTurnThrottle`) and the socket spend the same
+  budget, key `turns:user:<id>`. A sliding window of two fixed-window
+  counters: every attempt increments the current window atomically
+  (`cache.incr`, Redis INCR), so concurrent attempts from several
+  processes each see their own count and at most the limit pass; a refused
+  attempt gives its increment back.
+- concurrent turns, `CHAT_MAX_CONCURRENT_TURNS` (default 2): a slot per
+  running turn, taken with `cache.add` (Redis SET NX) so two processes
+  cannot take the same one, leased so a killed worker's slots come back.
+- open sockets, `CHAT_MAX_SOCKETS_PER_PERSON` (default 10): a small registry
+  per person (channel name -> opening time) updated under a short cache lock;
+  past the cap the oldest socket is named for eviction (the consumer closes
+  it through the channel layer, on whichever worker holds it). Entries of a
+  killed worker are the oldest, so they go first.
+
+A cache that fails (Redis down) must not stop the chat, as the channel layer
+does not: every function here then lets the turn or socket through and logs
+a warning, without content.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.throttling import ScopedRateThrottle
+
+logger = logging.getLogger(__name__)
+
+SCOPE = "chat_turns"
+# A running turn's slot expires after this long even if its worker died.
+TURN_LEASE_SECONDS = 900
+SOCKET_REGISTRY_SECONDS = 24 * 3600
+LOCK_SECONDS = 2
+LOCK_WAIT_SECONDS = 1.0
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    retry_after: int = 0  # whole seconds, at least 1 when refused
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+ALLOWED = Decision(True)
+
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """Return (requests, seconds) for DRF's rate syntax ("30/min"), None for no limit."""
+    if not rate:
+        return None
+    count, period = rate.split("/")
+    return int(count), PERIODS[period.strip()[0]]
+
+
+def turn_rate() -> str | None:
+    # DRF's class attribute, so a test (or the schemathesis run) that raises
+    # the throttle rate raises it for the socket too.
+    return ScopedRateThrottle.THROTTLE_RATES.get(SCOPE)
+
+
+def person_key(user_id) -> str:
+    return f"turns:user:{user_id}"
+
+
+# --- the rate ----------------------------------------------------------------------
+
+
+def take(key: str, rate: str | None = None, *, now: float | None = None) -> Decision:
+    """Spend one unit of `key`'s budget at `rate` (default CHAT_TURN_RATE) if it has one left."""
+    parsed = parse_rate(rate if rate is not None else turn_rate())
+    if parsed is None:
+        return ALLOWED
+    limit, period = parsed
+    now = time.time() if now is None else now
+    window = int(now // period)
+    current, previous = f"budget:{key}:{window}", f"budget:{key}:{window - 1}"
+    try:
+        cache.add(current, 0, timeout=2 * period + 1)
+        count = cache.incr(current)
+        before = cache.get(previous) or 0
+    except Exception as exc:
+        logger.warning("turn budget not checked: cache error %s (the turn goes ahead)", type(exc).__name__)
+        return ALLOWED
+    elapsed = now - window * period
+    if before * (1 - elapsed / period) + count <= limit:
+        return ALLOWED
+    refund(current)
+    return Decision(False, _retry_after(limit, period, count - 1, before, elapsed))
+
+
+def give_back(key: str, rate: str | None = None, *, now: float | None = None) -> None:
+    """Return one unit spent by `take` (a turn refused for another reason)."""
+    parsed = parse_rate(rate if rate is not None else turn_rate())
+    if parsed is None:
+        return
+    now = time.time() if now is None else now
+    refund(f"budget:{key}:{int(now // parsed[1])}")
+
+
+def refund(counter: str) -> None:
+    try:
+        cache.decr(counter)
+    except Exception:  # expired or unreachable: nothing to give back
+        pass
+
+
+def _retry_after(limit: int, period: int, count: int, before: int, elapsed: float) -> int:
+    """Seconds until one more attempt fits: the window estimate falls to limit - 1."""
+    if count + 1 > limit:
+        # Not before the next window, where this window's count weighs as `before` did.
+        wait = (period - elapsed) + period * (1 - (limit - 1) / max(count, 1))
+    else:
+        wait = period * (1 - (limit - 1 - count) / max(before, 1)) - elapsed
+    return max(1, math.ceil(wait))
+
+
+# --- concurrent turns ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slot:
+    key: str
+    token: str
+
+    def release(self) -> None:
+        if not self.key:
+            return
+        try:
+            if cache.get(self.key) == self.token:
+                cache.delete(self.key)
+        except Exception as exc:  # the lease expires by itself
+            logger.warning("turn slot not released: cache error %s", type(exc).__name__)
+
+
+UNCHECKED = Slot("", "")
+
+
+def acquire_turn(user_id) -> Slot | None:
+    """Take one of the person's CHAT_MAX_CONCURRENT_TURNS slots; None when all are in use."""
+    token = uuid.uuid4().hex
+    try:
+        for index in range(max(settings.CHAT_MAX_CONCURRENT_TURNS, 0)):
+            key = f"turns:running:{user_id}:{index}"
+            if cache.add(key, token, timeout=TURN_LEASE_SECONDS):
+                return Slot(key, token)
+    except Exception as exc:
+        logger.warning("concurrent turns not checked: cache error %s (the turn goes ahead)", type(exc).__name__)
+        return UNCHECKED
+    return None
+
+
+# --- open sockets --------------------------------------------------------------------
+
+
+def register_socket(user_id, channel_name: str, *, now: float | None = None) -> list[str]:
+    """Record a new socket of the person; return the channels of the oldest ones past the cap."""
+    limit = max(settings.CHAT_MAX_SOCKETS_PER_PERSON, 1)
+    key = f"sockets:{user_id}"
+    try:
+        with _locked(key):
+            registry = dict(cache.get(key) or {})
+            registry[channel_name] = time.time() if now is None else now
+            evicted = []
+            while len(registry) > limit:
+                oldest = min(registry, key=registry.__getitem__)
+                evicted.append(oldest)
+                del registry[oldest]
+            cache.set(key, registry, timeout=SOCKET_REGISTRY_SECONDS)
+    except Exception as exc:
+        logger.warning("open sockets not counted: cache error %s", type(exc).__name__)
+        return []
+    return evicted
+
+
+def unregister_socket(user_id, channel_name: str) -> None:
+    key = f"sockets:{user_id}"
+    try:
+        with _locked(key):
+            registry = dict(cache.get(key) or {})
+            if registry.pop(channel_name, None) is not None:
+                cache.set(key, registry, timeout=SOCKET_REGISTRY_SECONDS)
+    except Exception as exc:
+        logger.warning("closed socket not uncounted: cache error %s", type(exc).__name__)
+
+
+def open_sockets(user_id) -> int:
+    return len(cache.get(f"sockets:{user_id}") or {})
+
+
+class _locked:
+    """A short lock in the cache (SET NX with a timeout); after a bounded wait, go on without it."""
+
+    def __init__(self, key: str) -> None:
+        self.key = f"{key}:lock"
+        self.token = uuid.uuid4().hex
+
+    def __enter__(self):
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while not cache.add(self.key, self.token, timeout=LOCK_SECONDS):
+            if time.monotonic() > deadline:
+                logger.warning("socket registry lock not taken in %.1f s; going on without it", LOCK_WAIT_SECONDS)
+                self.token = ""
+                break
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.token and cache.get(self.key) == self.token:
+            cache.delete(self.key)
+
+
+# --- the REST side ---------------------------------------------------------------------
+
+
+class ChatTurnThrottle(ScopedRateThrottle):
+    """DRF's scoped throttle on the shared budget: a person's key, or the client address for anonymous callers.
+
+    Subclassing ScopedRateThrottle keeps its rate table (`THROTTLE_RATES`)
+    and scope lookup; only where the count lives changes.
+    """
+
+    def allow_request(self, request, view) -> bool:
+        self.scope = getattr(view, self.scope_attr, None) or SCOPE
+        self.rate = self.get_rate()
+        if self.rate is None:
+            return True
+        user = request.user
+        key = person_key(user.pk) if user and user.is_authenticated else f"turns:address:{self.get_ident(request)}"
+        self.decision = take(key, self.rate)
+        return self.decision.allowed
+
+    def wait(self):
+        return getattr(self, "decision", ALLOWED).retry_after or None

@@ -1,0 +1,195 @@
+"""One turn budget per person (chat/budget.py): the rate shared by REST and the
+socket, concurrent turns, open sockets; refusals say why and write nothing."""
+import asyncio
+import json
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rest_framework.throttling import ScopedRateThrottle
+
+from chat import budget
+from chat.consumers import CLOSE_TOO_MANY_SOCKETS
+from chat.models import Conversation
+from tests.chat_helpers import connect, db, fresh_agents, receive_until  # noqa: F401
+
+TURNS = "/api/chat/turns/"
+
+
+# --- the budget itself ---------------------------------------------------------------
+
+
+def test_sliding_window_admits_the_rate_then_refuses_with_a_retry_after():
+    start = 1_000_000 * 60.0  # the start of a window
+    assert [budget.take("k", "3/min", now=start + i).allowed for i in range(3)] == [True] * 3
+    refused = budget.take("k", "3/min", now=start + 3)
+    assert not refused and 1 <= refused.retry_after <= 120
+    # Refusals give their unit back: the count stays at the limit.
+    assert cache.get(f"budget:k:{int(start // 60)}") == 3
+    # Half-way through the next window the previous one weighs half: 1.5 + 1 <= 3 fits, once.
+    assert budget.take("k", "3/min", now=start + 90).allowed
+    assert not budget.take("k", "3/min", now=start + 90).allowed
+    # Two windows later it is all forgotten.
+    assert budget.take("k", "3/min", now=start + 180).allowed
+
+
+def test_retry_after_is_when_the_next_attempt_fits():
+    start = 2_000_000 * 60.0
+    for i in range(3):
+        budget.take("r", "3/min", now=start + i)
+    refused = budget.take("r", "3/min", now=start + 10)
+    assert not budget.take("r", "3/min", now=start + 10 + refused.retry_after - 1).allowed or refused.retry_after == 1
+    assert budget.take("r", "3/min", now=start + 10 + refused.retry_after).allowed
+
+
+def test_give_back_returns_one_unit():
+    start = 3_000_000 * 60.0
+    assert budget.take("g", "1/min", now=start)
+    budget.give_back("g", "1/min", now=start)
+    assert budget.take("g", "1/min", now=start + 1)
+
+
+def test_a_failing_cache_lets_turns_through(monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise ConnectionError("redis down")
+
+    monkeypatch.setattr(cache, "incr", broken)
+    monkeypatch.setattr(cache, "add", broken)
+    assert budget.take("x", "1/min").allowed and budget.take("x", "1/min").allowed
+    assert budget.acquire_turn(7) is budget.UNCHECKED
+    assert budget.register_socket(7, "chan") == []
+    assert "cache error ConnectionError" in caplog.text
+
+
+@override_settings(CHAT_MAX_CONCURRENT_TURNS=2)
+def test_concurrent_turn_slots():
+    first, second = budget.acquire_turn(1), budget.acquire_turn(1)
+    assert first and second and first.key != second.key
+    assert budget.acquire_turn(1) is None
+    assert budget.acquire_turn(2) is not None  # another person has their own
+    first.release()
+    third = budget.acquire_turn(1)
+    assert third is not None
+    first.release()  # a stale release does not free the slot someone else now holds
+    assert budget.acquire_turn(1) is None
+
+
+@override_settings(CHAT_MAX_SOCKETS_PER_PERSON=2)
+def test_socket_registry_names_the_oldest_past_the_cap():
+    assert budget.register_socket(1, "a", now=1) == []
+    assert budget.register_socket(1, "b", now=2) == []
+    assert budget.register_socket(1, "c", now=3) == ["a"]
+    budget.unregister_socket(1, "b")
+    assert budget.open_sockets(1) == 1
+    assert budget.register_socket(2, "z") == []
+
+
+# --- REST and the socket spend one budget -----------------------------------------------
+
+
+def _token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+async def _send(socket, content: str) -> None:
+    await socket.send_to(text_data=json.dumps({"type": "user_message", "content": content, "conversation_id": None}))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_socket_turns_spend_the_rest_budget_and_refusals_write_nothing(user, monkeypatch):
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "3/min"})
+    client = await db(_token_client, user)
+    statuses = [(await db(client.post, TURNS, {"content": "hello"}, format="json")).status_code for _ in range(2)]
+    assert statuses == [200, 200]
+
+    socket = await connect(user)
+    await _send(socket, "hello")
+    assert (await receive_until(socket, "turn_completed"))[-1]["type"] == "turn_completed"
+    conversations = await db(Conversation.objects.count)
+    await _send(socket, "hello again")
+    refused = json.loads(await socket.receive_from(timeout=5))
+    assert refused["type"] == "error" and refused["code"] == "rate_limited"
+    assert refused["retry_after"] >= 1 and "Try again in" in refused["message"]
+    assert await db(Conversation.objects.count) == conversations  # nothing half-written
+
+    response = await db(client.post, TURNS, {"content": "hello"}, format="json")
+    assert response.status_code == 429
+    assert response.json()["code"] == "rate_limited" and int(response["Retry-After"]) >= 1
+    await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_MAX_CONCURRENT_TURNS=1)
+async def test_a_second_concurrent_turn_is_refused_on_another_socket_and_over_rest(user):
+    first, second = await connect(user), await connect(user)
+    client = await db(_token_client, user)
+    with override_settings(DEMO_MODEL_DELAY_MS=100):
+        await _send(first, "tell me something long")
+        await receive_until(first, "turn_started")
+        conversations = await db(Conversation.objects.count)
+        await _send(second, "and me")
+        refused = json.loads(await second.receive_from(timeout=5))
+        assert (refused["type"], refused["code"]) == ("error", "too_many_turns")
+        assert refused["retry_after"] >= 1
+        response = await db(client.post, TURNS, {"content": "hello"}, format="json")
+        assert response.status_code == 429 and response.json()["code"] == "too_many_turns"
+        assert response["Retry-After"]
+        assert await db(Conversation.objects.count) == conversations
+        await receive_until(first, "turn_completed")
+    # The slot is free again once the turn ended.
+    await _send(second, "now me")
+    assert (await receive_until(second, "turn_completed"))[-1]["type"] == "turn_completed"
+    for socket in (first, second):
+        await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_MAX_CONCURRENT_TURNS=1)
+async def test_a_cancelled_or_disconnected_turn_gives_its_slot_back(user):
+    socket = await connect(user)
+    with override_settings(DEMO_MODEL_DELAY_MS=200):
+        await _send(socket, "a long answer please")
+        await receive_until(socket, "turn_started")
+        await socket.disconnect(timeout=5)
+    again = await connect(user)
+    await _send(again, "hello")
+    assert (await receive_until(again, "turn_completed"))[-1]["type"] == "turn_completed"
+    await again.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_MAX_SOCKETS_PER_PERSON=2)
+async def test_a_socket_past_the_cap_closes_the_persons_oldest(user, other_user):
+    oldest = await connect(user)
+    middle = await connect(user)
+    theirs = await connect(other_user)
+    newest = await connect(user)
+    frame = json.loads(await oldest.receive_from(timeout=5))
+    assert (frame["type"], frame["code"]) == ("socket_closed", "too_many_sockets")
+    assert await oldest.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_TOO_MANY_SOCKETS}
+    assert await middle.receive_nothing(timeout=0.2) and await theirs.receive_nothing(timeout=0.05)
+    assert await db(budget.open_sockets, user.pk) == 2
+    # The newest works.
+    await _send(newest, "hello")
+    assert (await receive_until(newest, "turn_completed"))[-1]["type"] == "turn_completed"
+    for socket in (middle, theirs, newest):
+        await socket.disconnect()
+    await oldest.wait()
+    assert await db(budget.open_sockets, user.pk) == 0
+
+
+@pytest.mark.django_db
+def test_wrong_eval_tokens_are_throttled_before_the_token_check(settings, monkeypatch):
+    settings.EVAL_SERVICE_TOKEN = "right-token"
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "3/min"})
+    client = APIClient()
+    statuses = [client.post("/api/eval/turns/", {"content": "hi"}, format="json",
+                            HTTP_AUTHORIZATION=f"Bearer guess-{i}").status_code for i in range(5)]
+    assert statuses == [403, 403, 403, 429, 429]
+    # Even the right token waits now: the address spent its budget.
+    assert client.post("/api/eval/turns/", {"content": "hi"}, format="json",
+                       HTTP_AUTHORIZATION="Bearer right-token").status_code == 429
