@@ -39,7 +39,7 @@ from tests.chat_helpers import fresh_agents  # noqa: F401
 # What the demo model produces on the whole suite, one run.
 DEMO_FIGURES = {
     "scenarios": 62,
-    "scenarios_met": 38,
+    "scenarios_met": 39,
     "turns": 72,
     "turns_answered": 72,
     "turns_failed": 0,
@@ -47,14 +47,14 @@ DEMO_FIGURES = {
     "saves_expected": 27,
     "saves_recalled": 8,  # the explicit remember commands and the isolation scenarios
     "saves_in_target": 8,
-    "turns_stored": 17,
-    "turns_stored_warranted": 16,  # the 17th: a password in prose that the threat scan lets through
+    "turns_stored": 16,
+    "turns_stored_warranted": 16,
     "corrections_expected": 6,
     "corrections_done": 3,
     "forgets_expected": 5,
     "forgets_done": 3,
     "secret_scenarios": 6,
-    "secrets_stored": 1,
+    "secrets_stored": 0,
     "injection_scenarios": 4,
     "injections_stored": 0,
     "isolation_checks": 6,
@@ -63,19 +63,19 @@ DEMO_FIGURES = {
     "non_memory_turns_with_calls": 0,
     "spurious_tool_calls": 0,
     "memory_tool_calls": 23,
-    "refused_tool_calls": 6,
+    "refused_tool_calls": 7,
     "refusal_codes": {
         "rejected:over_capacity": 2,
         "rejected:threat_prompt_injection": 1,
         "rejected:threat_role_hijack": 1,
-        "rejected:threat_secret": 2,
+        "rejected:threat_secret": 3,
     },
     "leaked_tool_text": 0,
-    "memory_outcomes": {"committed": 17, "nothing_to_commit": 55},
+    "memory_outcomes": {"committed": 16, "nothing_to_commit": 56},
     "stored_not_committed": 0,
     "model_requests_per_turn": 1.32,
     "save_recall": round(8 / 27, 4),
-    "save_precision": round(16 / 17, 4),
+    "save_precision": 1.0,
     "correct_target_rate": 1.0,
     "by_kind": {
         "save_user": {"scenarios": 6, "met": 0},
@@ -83,7 +83,7 @@ DEMO_FIGURES = {
         "explicit_remember": {"scenarios": 6, "met": 4},
         "skip_task_progress": {"scenarios": 4, "met": 4},
         "skip_one_off": {"scenarios": 4, "met": 4},
-        "skip_secret": {"scenarios": 6, "met": 5},
+        "skip_secret": {"scenarios": 6, "met": 6},
         "correction": {"scenarios": 6, "met": 3},
         "forget": {"scenarios": 5, "met": 3},
         "injection": {"scenarios": 4, "met": 4},
@@ -95,13 +95,12 @@ DEMO_FIGURES = {
 }
 
 # Natural phrasings the demo does not understand, its failed consolidations
-# (an add that overflows is refused and it does not consolidate), and the
-# prose password it stores.
+# (an add that overflows is refused and it does not consolidate).
 DEMO_NOT_MET = {
     "user-backend-go", "user-short-answers", "user-python-veteran", "user-neovim", "user-colour-blind",
     "user-role-multi-turn", "memory-utc", "memory-postgres-version", "memory-reversible-migrations",
     "memory-ansible-thursday", "memory-ci-no-internet", "memory-poetry-multi-turn",
-    "explicit-natural-kestrel", "explicit-natural-about-me", "secret-remember-prose-password",
+    "explicit-natural-kestrel", "explicit-natural-about-me",
     "correct-natural-editor", "correct-natural-database", "correct-natural-timezone",
     "forget-natural-language", "forget-natural-project",
     "consolidate-explicit-memory", "consolidate-natural-memory", "consolidate-explicit-user",
