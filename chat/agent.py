@@ -138,7 +138,11 @@ class RequestAgent:
             for index in range(MAX_MODEL_ROUNDS):
                 tools = offered and index + 1 < MAX_MODEL_ROUNDS
                 reply = await self._stream_round(model=model, messages=messages, emit=emit, tools=tools)
-                calls = reply.calls if tools else []
+                # Without tools a call is not run; a round that is nothing but a call
+                # is answered "withdrawn" so the model answers in words next round.
+                last = index + 1 == MAX_MODEL_ROUNDS
+                withdrawn = not tools and bool(reply.calls) and not reply.text.strip() and not last
+                calls = reply.calls if tools or withdrawn else []
                 if not calls:
                     if reply.finish_reason != "stop":
                         raise _incomplete(reply.finish_reason)
@@ -152,7 +156,7 @@ class RequestAgent:
                 shown.append(reply.text)
                 messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": calls})
                 for call in calls:
-                    event, result = self._run_tool(call, succeeded)
+                    event, result = _withdrawn(call) if withdrawn else self._run_tool(call, succeeded)
                     events.append(event)
                     if result.get("status") in WITHDRAW_STATUSES:
                         offered = False
@@ -229,6 +233,15 @@ class _Round:
     text: str
     calls: list[dict]
     finish_reason: str | None
+
+
+def _withdrawn(call: dict) -> tuple[ToolEvent, dict]:
+    reply = {
+        "success": False, "status": "withdrawn",
+        "error": "memory_update is not available for the rest of this reply; nothing was saved. "
+        "Answer the user in plain text now.",
+    }
+    return ToolEvent(tool=TOOL_NAME, status="withdrawn", operation_count=0), reply
 
 
 def _incomplete(finish_reason: str | None) -> ModelError:

@@ -214,3 +214,19 @@ def test_over_rest_a_repeated_call_and_a_written_call_still_answer(user, scripte
     assert body["memory"]["status"] == "committed"
     # The repeated call withdrew the tool, so the written call in the next round was only removed.
     assert offered_tools(scripted_model) == [True, True, False]
+
+
+async def test_a_round_that_is_only_a_written_call_after_the_tool_was_withdrawn_still_gets_an_answer(
+        user, scripted_model):
+    scripted_model.push(tool_call(MISSING), tool_call(MISSING), tool_call(MISSING),
+                        text(WRITTEN["tool_call_tags"].split("\n", 1)[1]),  # only the call, as text
+                        text("Here is the answer without memory."))
+
+    result = await run_turn(user=user, content="a question")
+
+    assert result.reply == "Here is the answer without memory."
+    assert [event.status for event in result.tool_events][-1] == "withdrawn"
+    told = json.loads(scripted_model.requests[4]["messages"][-1]["content"])
+    assert told["status"] == "withdrawn" and "plain text" in told["error"]
+    assert offered_tools(scripted_model) == [True, True, True, False, False]
+    assert (await snapshot_of(user)).memory == ()
