@@ -1,0 +1,88 @@
+"""One person's limits hold across two daphne processes sharing Redis.
+
+With REDIS_URL set, Django's cache is Redis (config/settings.py), so the
+turn budget of chat/budget.py is one budget: turns over sockets on both
+processes and REST on either spend the same `CHAT_TURN_RATE`, and the
+sockets a person opens on both count against one `CHAT_MAX_SOCKETS_PER_PERSON`
+(the oldest is closed through the channel layer, on the process that holds
+it). Without Redis these tests skip (fail under REQUIRE_REDIS=1).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from chat.consumers import CLOSE_TOO_MANY_SOCKETS
+from chat.models import Conversation
+from tests.multiprocess.servers import LiveSocket, orm, session_cookie
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.multiprocess]
+
+RATE = 10
+
+
+async def start_two(servers, redis_url, **env):
+    return await asyncio.gather(
+        asyncio.to_thread(servers.start, "one", REDIS_URL=redis_url, **env),
+        asyncio.to_thread(servers.start, "two", REDIS_URL=redis_url, **env),
+    )
+
+
+async def test_the_turn_rate_is_one_budget_across_two_processes_and_both_transports(servers, redis_url, user):
+    one, two = await start_two(servers, redis_url, CHAT_TURN_RATE=f"{RATE}/min")
+    cookie = await session_cookie(user)
+    sockets = [await LiveSocket.open(one, cookie, name="on-one"), await LiveSocket.open(two, cookie, name="on-two")]
+    key = (await orm(Token.objects.create, user=user)).key
+    outcomes: list[str] = []
+    started = time.monotonic()
+    try:
+        for index in range(RATE + 4):
+            last = await sockets[index % 2].turn(f"hello number {index}")
+            outcomes.append(last["type"] if last["type"] != "error" else last["code"])
+        elapsed = time.monotonic() - started
+        assert outcomes.count("turn_completed") == RATE, outcomes
+        assert outcomes[RATE:] == ["rate_limited"] * 4, outcomes
+        refused = [frame for socket in sockets for frame in socket.of_type("error")]
+        assert all(frame["retry_after"] >= 1 for frame in refused)
+        assert await orm(Conversation.objects.filter(user=user).count) == RATE  # refusals wrote nothing
+
+        # REST on either process is out of budget too.
+        for server in (one, two):
+            status, body = await asyncio.to_thread(
+                server.request, "POST", "/api/chat/turns/", body={"content": "hello"},
+                headers={"Authorization": f"Token {key}"})
+            assert status == 429 and body["code"] == "rate_limited", body
+        print(f"\nshared budget, two processes, CHAT_TURN_RATE={RATE}/min: {RATE + 4} socket turns alternating "
+              f"between the processes in {elapsed:.1f} s -> {outcomes.count('turn_completed')} accepted, "
+              f"{outcomes.count('rate_limited')} refused (rate_limited); REST on both then 429")
+    finally:
+        for socket in sockets:
+            await socket.close()
+
+
+async def test_open_sockets_are_counted_across_processes_and_the_oldest_is_closed(servers, redis_url, user):
+    one, two = await start_two(servers, redis_url, CHAT_MAX_SOCKETS_PER_PERSON="3")
+    cookie = await session_cookie(user)
+    opened = []
+    try:
+        for index, server in enumerate((one, two, one)):
+            opened.append(await LiveSocket.open(server, cookie, name=f"socket-{index}"))
+            await asyncio.sleep(0.05)  # distinct opening times
+        started = time.monotonic()
+        opened.append(await LiveSocket.open(two, cookie, name="socket-3"))
+        oldest = opened[0]
+        await oldest.wait_for(lambda live: live.closed is not None, timeout=10, what="the oldest socket to close")
+        took_ms = (time.monotonic() - started) * 1000
+        assert oldest.of_type("socket_closed")[0]["code"] == "too_many_sockets"
+        assert getattr(getattr(oldest.closed, "rcvd", None), "code", None) == CLOSE_TOO_MANY_SOCKETS
+        await asyncio.sleep(0.3)
+        assert all(socket.closed is None for socket in opened[1:])
+        assert (await opened[3].turn("hello"))["type"] == "turn_completed"
+        print(f"\nsockets per person across two processes, cap 3: the 4th closed the oldest (on the other process) "
+              f"in {took_ms:.0f} ms")
+    finally:
+        for socket in opened:
+            await socket.close()
