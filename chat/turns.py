@@ -194,7 +194,7 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
             raise TurnFailed(exc.code, exc.message, memory=MemoryOutcome(DISABLED), turn_id=turn_id) from exc
         span.set_metadata(outcome="completed")
     return TurnResult(
-        turn_id=turn_id, conversation_id=None, reply=attempt.text, model=attempt.model,
+        turn_id=turn_id, conversation_id=None, reply=storable(attempt.text), model=attempt.model,
         memory=MemoryOutcome(DISABLED), tool_events=attempt.tool_events,
     )
 
@@ -284,6 +284,10 @@ class _Turn:
             self.tool_events = list(attempt.tool_events)
             if self.cancel_event.is_set():
                 raise _Cancelled()
+            if self.memory.staged and not await _in_thread(_still_active, user_id=self.user_id):
+                raise TurnFailed("session_ended", "Your account was deactivated or deleted before this reply "
+                                 "completed; nothing was saved.",
+                                 memory=await self.memory.discard(reason="session_ended"))
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
                 raise _Cancelled()
@@ -373,7 +377,7 @@ class _Turn:
 
 
 def storable(text: str) -> str:
-    """Return `text` as any database can store it: no NUL, no lone surrogate."""
+    """Return `text` as any database (and UTF-8 JSON) can hold it: no NUL, no lone surrogate."""
     return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
 
 
@@ -455,6 +459,16 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     history = [{"role": row["role"], "content": row["content"]} for row in reversed(earlier)]
     history.append({"role": "user", "content": content})
     return _Prepared(conversation_id=conversation.pk, user_message_id=message.pk, history=history)
+
+
+def _still_active(*, user_id) -> bool:
+    """The person may still commit: their account exists and is active (chat/signals.py closes sockets)."""
+    from django.contrib.auth import get_user_model
+
+    try:
+        return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
+    except UNREACHABLE:  # the commit itself will fail open; this check does not decide that
+        return True
 
 
 def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):
