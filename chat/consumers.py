@@ -18,6 +18,12 @@ cache): each turn spends the person's `CHAT_TURN_RATE` budget and takes one
 of their `CHAT_MAX_CONCURRENT_TURNS` slots; a refusal is an `error` frame
 with `retry_after` and nothing of the turn is written. Opening a socket past
 `CHAT_MAX_SOCKETS_PER_PERSON` closes the person's oldest one (4429).
+
+The socket ends with the session (chat/signals.py): logout, a password
+change, deactivation or deletion sends `session.ended` to the person's group
+and every socket stops its turn and closes with 4401. Before each turn the
+socket also re-reads its session, so a missed message still stops the next
+turn.
 """
 from __future__ import annotations
 
@@ -25,10 +31,15 @@ import asyncio
 import json
 import logging
 import threading
+from importlib import import_module
+from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib import auth
+from django.db import InterfaceError, OperationalError
 
 from agentmemory.notify import group_name
 
@@ -176,6 +187,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({"type": "error", "code": "turn_in_progress",
                               "message": "A turn is still running; wait for it or send {\"type\": \"cancel\"}."})
             return
+        if not await self._still_signed_in():
+            await self.session_ended({})
+            return
         slot = await self._admit()
         if slot is None:
             return
@@ -202,6 +216,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
             })
             return None
         return slot
+
+    async def session_ended(self, event) -> None:
+        """Group message `session.ended` from chat.signals: logout, password change, deactivation, deletion."""
+        await self._end("session_ended", "Your session ended (signed out, password changed or account closed); "
+                        "sign in again to chat. Nothing of an unfinished turn was saved.", CLOSE_UNAUTHENTICATED)
+
+    async def _still_signed_in(self) -> bool:
+        session = self.scope.get("session")
+        return await _signed_in(getattr(session, "session_key", None), self.user.pk)
 
     async def memory_changed(self, event) -> None:
         """Group message `memory.changed` from agentmemory.notify."""
@@ -242,3 +265,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
 async def _off_loop(function, /, *args):
     """Run a cache call (a Redis round trip with REDIS_URL) off the event loop."""
     return await sync_to_async(function, thread_sensitive=False)(*args)
+
+
+@database_sync_to_async
+def _signed_in(session_key, user_id) -> bool:
+    """Read the session afresh: it still exists, names this person, matches their password, and they are active."""
+    if not session_key:
+        return False
+    try:
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+        user = auth.get_user(SimpleNamespace(session=store))  # None for inactive people, Anonymous when stale
+    except (OperationalError, InterfaceError):  # the database is down: the turn fails open and writes nothing
+        return True
+    return bool(user.is_authenticated and user.pk == user_id)
