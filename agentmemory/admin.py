@@ -7,24 +7,28 @@ else it is not even selected from the database, and no filter or search may
 touch it (a `content__contains` filter would let them probe it). Nobody adds,
 changes or deletes rows here. The one write is the "Erase this person's
 memory" action: gated by `agentmemory.erase_memory`, confirmed on its own
-page, done by `store.erase` as the staff actor (a MemoryEvent) and recorded
-in the admin log under the staff member's name. Events are metadata only and
-read-only.
+page, done by `store.erase` as the staff actor (a MemoryEvent naming the
+staff member) and recorded in the admin log under the staff member's name.
+Events are metadata only and read-only; they read in plain words
+(`agentmemory.words`), and their error code appears only on an event's own
+page, for whoever debugs it.
 """
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db.models import Count, F, IntegerField, Q, Sum, Value
 from django.db.models.functions import Length, Replace
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
-from . import services
+from . import services, words
 from .conf import memory_settings
 from .models import Actor, MemoryDocument, MemoryEvent
 from .rules import SEPARATOR, parse_document
-from .selectors import NEAR_FULL_PERCENT, describe_changes
+from .selectors import NEAR_FULL_PERCENT
 
 CONTENT_PERMISSION = "agentmemory.view_memory_content"
 ERASE_PERMISSION = "agentmemory.erase_memory"
@@ -32,6 +36,20 @@ ERASE_PERMISSION = "agentmemory.erase_memory"
 
 def can_view_content(request) -> bool:
     return request.user.has_perm(CONTENT_PERMISSION)
+
+
+def log_deletions_by_id(request, objects):
+    """Log deletions under each object's `log_label` instead of `str()`.
+
+    Titles name the person by username; the admin log keeps an id-only label,
+    so nothing of the person stays there after their account is deleted.
+    """
+    entries = []
+    for obj in objects:
+        content_type = ContentType.objects.get_for_model(obj, for_concrete_model=False)
+        entries.append(LogEntry(user_id=request.user.pk, content_type_id=content_type.pk, object_id=str(obj.pk),
+                                object_repr=obj.log_label[:200], action_flag=DELETION))
+    return LogEntry.objects.bulk_create(entries)
 
 
 def near_full_threshold(limit: int) -> int:
@@ -120,6 +138,9 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
     def has_erase_permission(self, request):
         return request.user.has_perm(ERASE_PERMISSION)
 
+    def log_deletions(self, request, queryset):
+        return log_deletions_by_id(request, queryset)
+
     # --- columns ----------------------------------------------------------
 
     @admin.display(description="characters", ordering="characters")
@@ -171,7 +192,7 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
             return TemplateResponse(request, "admin/agentmemory/erase_confirmation.html", context)
         self.log_deletions(request, MemoryDocument.objects.filter(user_id__in=user_ids).defer("content"))
         for user_id in user_ids:
-            services.erase_memory(user_id=user_id, actor=Actor.STAFF)
+            services.erase_memory(user_id=user_id, actor=Actor.STAFF, staff=request.user)
         self.message_user(
             request, f"Erased the memory of {len(user_ids)} {'person' if len(user_ids) == 1 else 'people'}.",
             messages.SUCCESS,
@@ -181,17 +202,31 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "user", "actor", "outcome", "changes", "user_characters", "memory_characters",
-                    "retry_count", "duration_ms", "error_code")
+    list_display = ("created_at", "user", "acted_by", "outcome_words", "changes", "reason", "user_characters",
+                    "memory_characters", "retry_count", "duration_ms")
     list_filter = ("outcome", "actor", "created_at")
     search_fields = ("user__username",)
     search_help_text = "Search by username."
     date_hierarchy = "created_at"
     list_select_related = ("user",)
-    fields = ("created_at", "user", "actor", "outcome", "operation_count", "targets", "actions",
+    fields = ("created_at", "user", "acted_by", "outcome_words", "changes", "reason", "operation_count",
               "user_characters", "memory_characters", "retry_count", "duration_ms", "error_code")
     readonly_fields = fields
 
+    @admin.display(description="by", ordering="actor")
+    def acted_by(self, obj):
+        if obj.actor == Actor.STAFF and obj.staff_username:
+            return f"Staff: {obj.staff_username}"
+        return obj.get_actor_display()
+
+    @admin.display(description="outcome", ordering="outcome")
+    def outcome_words(self, obj):
+        return words.outcome_name(obj.outcome)
+
     @admin.display(description="changes")
     def changes(self, obj):
-        return describe_changes(obj.actions, obj.targets) or "—"
+        return words.event_changes(obj.outcome, obj.actions, obj.targets).replace("your ", "the ") or "—"
+
+    @admin.display(description="reason")
+    def reason(self, obj):
+        return words.event_reason(obj.outcome, obj.error_code) or "—"

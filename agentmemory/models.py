@@ -42,6 +42,12 @@ class MemoryDocument(models.Model):
         ]
 
     def __str__(self):
+        # The admin's titles and breadcrumbs: the person by username.
+        return f"{self.get_memory_type_display()} of {self.user.get_username()}"
+
+    @property
+    def log_label(self) -> str:
+        """The admin log's label: by id, so no username outlives a deleted account there."""
         return f"{self.get_memory_type_display()} of user {self.user_id}"
 
 
@@ -78,6 +84,13 @@ class MemoryEvent(models.Model):
     retry_count = models.PositiveSmallIntegerField(default=0)
     duration_ms = models.PositiveIntegerField(default=0)
     error_code = models.CharField(max_length=40, blank=True)
+    # The staff member who acted, for actor "staff" (the admin's erase). The
+    # username is kept as written at the time, so the record survives the
+    # staff account's deletion (the link then becomes NULL).
+    staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+    )
+    staff_username = models.CharField(max_length=150, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -86,4 +99,4 @@ class MemoryEvent(models.Model):
         indexes = [models.Index(fields=["user", "-created_at"], name="agentmemory_event_user_time")]
 
     def __str__(self):
-        return f"{self.outcome} by {self.actor} for user {self.user_id}"
+        return f"{self.get_outcome_display()} by {self.get_actor_display().lower()} for {self.user.get_username()}"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from . import words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
 from .rules import TARGETS, TITLES, Usage, usage
@@ -18,7 +19,6 @@ from .store import load_state
 EXPORT_FORMAT = "agentmemory-export"
 HISTORY_LENGTH = 25
 NEAR_FULL_PERCENT = 90
-ACTOR_LABELS = {"agent": "Assistant", "user": "You", "staff": "Staff", "system": "System"}
 
 DESCRIPTIONS = {
     "user": "About you: your role, preferences, expertise and how you like answers.",
@@ -43,7 +43,11 @@ class DocumentState:
 
 @dataclass(frozen=True)
 class HistoryRow:
-    """One audit event as the owner sees it: what happened, never what it said."""
+    """One audit event as the owner sees it: what happened, never what it said.
+
+    Every text is plain words (`agentmemory.words`); the event's codes stay
+    in the database and the API.
+    """
 
     created_at: datetime
     actor: str
@@ -51,7 +55,7 @@ class HistoryRow:
     changes: str
     user_characters: int | None
     memory_characters: int | None
-    error_code: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -146,21 +150,13 @@ def recent_events(*, user_id, limit: int = HISTORY_LENGTH) -> list[HistoryRow]:
     return [
         HistoryRow(
             created_at=event.created_at,
-            actor=ACTOR_LABELS.get(event.actor, event.actor),
-            outcome=event.get_outcome_display(),
-            changes=describe_changes(event.actions, event.targets),
+            actor=words.actor_name(event.actor),
+            outcome=words.outcome_name(event.outcome),
+            changes=words.event_changes(event.outcome, event.actions, event.targets),
             user_characters=event.user_characters,
             memory_characters=event.memory_characters,
-            error_code=event.error_code,
+            reason=words.event_reason(event.outcome, event.error_code),
         )
         for event in events
     ]
 
-
-def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int]) -> str:
-    """Return e.g. "1 add, 2 replace (user 1, memory 2)" from an event's counts."""
-    if not actions:
-        return ""
-    described = ", ".join(f"{count} {action}" for action, count in sorted(actions.items()))
-    where = ", ".join(f"{target} {count}" for target, count in sorted(targets.items()))
-    return f"{described} ({where})" if where else described

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from django.db import transaction
+
 from .conf import memory_settings
-from .models import Actor
+from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync
 from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
 from .store import CommitResult, commit_operations, erase
@@ -65,11 +67,28 @@ def remove_entry(*, user_id, target: str, entry: str) -> CommitResult:
     )
 
 
-def erase_memory(*, user_id, actor: str) -> int:
-    """Delete both documents of one person (audited); return the rows removed."""
-    deleted = erase(user_id=user_id, actor=actor)
+def erase_memory(*, user_id, actor: str, staff=None) -> int:
+    """Delete both documents of one person (audited); return the rows removed.
+
+    `staff`, the signed-in staff member of an admin erase, is named on the
+    event in the same transaction as the erase.
+    """
+    with transaction.atomic():
+        deleted = erase(user_id=user_id, actor=actor)
+        if staff is not None:
+            _name_staff(user_id=user_id, actor=actor, staff=staff)
     broadcast_memory_changed_sync(user_id, Snapshot(), memory_settings().limits)
     return deleted
+
+
+def _name_staff(*, user_id, actor: str, staff) -> None:
+    # `store.erase` wrote the event while holding the person's lock, which
+    # this transaction still holds: the newest erase event of the person is it.
+    event_id = (
+        MemoryEvent.objects.filter(user_id=user_id, outcome=Outcome.ERASED, actor=actor)
+        .order_by("-id").values_list("pk", flat=True).first()
+    )
+    MemoryEvent.objects.filter(pk=event_id).update(staff=staff, staff_username=staff.get_username())
 
 
 def _exact_entry(target: str, entry: str) -> Callable[[Snapshot], None]:

@@ -30,8 +30,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
-from . import services, threats
+from . import services, threats, words
 from .api import MemoryWriteThrottle
+from .conf import memory_settings
 from .forms import AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
 from .rules import MemoryValidationError, normalize_text
@@ -43,16 +44,6 @@ logger = logging.getLogger(__name__)
 
 UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
 NOT_SAVED = "The change could not be saved because the database did not answer. Try again in a minute."
-# How the page names a threat category: "The agent does not see this entry: it looks like ..."
-BLOCKED_LABELS = {
-    threats.PROMPT_INJECTION: "an instruction to the assistant (prompt injection)",
-    threats.ROLE_HIJACK: "an attempt to change the assistant's role",
-    threats.EXFILTRATION: "a request to send data somewhere",
-    threats.PERSISTENCE: "a change to login keys or agent settings",
-    threats.SECRET: "a password, token or key",
-    threats.INVISIBLE_UNICODE: "text with invisible or direction-changing characters",
-    threats.OVERSIZED: "text too long to check",
-}
 
 
 @login_required
@@ -166,12 +157,14 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
     try:
         result = commit()
     except MemoryValidationError as exc:
-        # exc.message is content-free by the rules' contract; the draft is
-        # shown back only to its author, escaped by the template.
-        errors = {error_key: exc.message}
+        # exc.message is written for the model ("Operation 1: ..."); the
+        # person reads the plain sentence for its code. The draft is shown
+        # back only to its author, escaped by the template.
+        message = words.rule_message(exc.code, target=exc.target, limits=memory_settings().limits)
+        errors = {error_key: message}
         drafts = {error_key: draft}
         if error_key[0] == "add":
-            return _render_page(request, add_errors={error_key[1]: exc.message}, drafts=drafts, status=400)
+            return _render_page(request, add_errors={error_key[1]: message}, drafts=drafts, status=400)
         return _render_page(request, entry_errors=errors, drafts=drafts, status=400)
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory page change failed", extra={"user_id": request.user.pk})
@@ -194,7 +187,7 @@ def _blocked_label(entry: str) -> str:
     category = threats.is_blocked(entry)
     if category is None:
         return ""
-    return BLOCKED_LABELS.get(category, category.replace("_", " "))
+    return words.threat_label(category)
 
 
 def _render_page(

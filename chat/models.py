@@ -24,6 +24,12 @@ class Conversation(models.Model):
         indexes = [models.Index(fields=["user", "-updated_at"], name="chat_conversation_user_recent")]
 
     def __str__(self):
+        # The admin's titles and breadcrumbs: the person by username, never the title.
+        return f"Conversation {self.pk} of {self.user.get_username()}"
+
+    @property
+    def log_label(self) -> str:
+        """The admin log's label: by id, so no username outlives a deleted account there."""
         return f"Conversation {self.pk} of user {self.user_id}"
 
 

@@ -150,9 +150,10 @@ def test_validation_error_is_shown_next_to_the_entry_and_keeps_the_draft(alice_c
     html = response.content.decode()
     block = entry_block(html, "Uses zsh.")
     assert response.status_code == 400
-    assert "may not contain the entry delimiter" in block
+    assert "Save each fact as its own entry." in block
+    assert "Operation" not in block and "delimiter_in_entry" not in block
     assert "Uses emacs." in block and "<details open>" in block
-    assert "delimiter" not in entry_block(html, "Uses vim.")
+    assert "own entry" not in entry_block(html, "Uses vim.")
     assert entries_of(user)["user"] == ("Uses vim.", "Uses zsh.")
 
 
@@ -228,8 +229,9 @@ def test_history_shows_own_events_as_metadata(alice_client, user):
     history = html[html.index('id="history-title"'):]
 
     assert "<td>You</td>" in history and "<td>System</td>" in history
-    assert "1 add (memory 1)" in history
-    assert "entry_changed" in history
+    assert "Added 1 entry to your notes" in history
+    assert "The entry had changed since the page was loaded, so nothing was saved." in history
+    assert "entry_changed" not in history and "1 add" not in history
     assert "Ships weekly." not in history and "Uses vim." not in history
 
 

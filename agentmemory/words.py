@@ -1,0 +1,211 @@
+"""Words for people: every memory outcome and error code as a plain sentence.
+
+Codes (`MemoryEvent.error_code`, `MemoryValidationError.code`, a turn's
+outcome code) are for programs and stay in API fields and logs. What a person
+reads on the memory page, in its History and in the admin comes from here, so
+no rule name, operation index or HTTP status reaches them. The words of a
+chat turn's memory outcome live in `agentmemory.turn` (`OUTCOME_MESSAGES`,
+`CODE_MESSAGES`); this module reuses them where a History row says the same
+thing. Model-facing tool replies (`MemoryValidationError.message`) are not
+words for people and are never shown here.
+
+Nothing here receives or returns memory content: only codes, targets, counts
+and limits.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from . import threats
+from .turn import CODE_MESSAGES, DISCARDED, OUTCOME_MESSAGES
+
+# The two documents as the person knows them (the page's headings are the
+# prompt's titles; the chat's usage line says "Profile" and "Notes").
+DOCUMENTS = {"user": "your profile", "memory": "your notes"}
+
+# Who acted, as the owner reads it in History.
+ACTORS = {"agent": "Assistant", "user": "You", "staff": "Support staff", "system": "System"}
+
+# `MemoryEvent.outcome`, in a word or two.
+OUTCOMES = {
+    "committed": "Saved",
+    "unchanged": "Nothing changed",
+    "rejected": "Not saved",
+    "cancelled": "Stopped",
+    "failed": "Not saved",
+    "discarded": "Not saved",
+    "erased": "Erased",
+}
+
+# Past tense when it happened, infinitive when it did not; and the preposition.
+_ACTIONS = {
+    "add": ("Added", "add", "to"),
+    "replace": ("Corrected", "correct", "in"),
+    "remove": ("Removed", "remove", "from"),
+}
+
+# How the page names a threat category: "it looks like ...".
+THREAT_LABELS = {
+    threats.PROMPT_INJECTION: "an instruction to the assistant (prompt injection)",
+    threats.ROLE_HIJACK: "an attempt to change the assistant's role",
+    "command_and_control": "an instruction to contact or obey an outside server",
+    "hidden_content": "hidden text meant for the assistant",
+    threats.EXFILTRATION: "a request to send data somewhere",
+    threats.PERSISTENCE: "a change to login keys or agent settings",
+    threats.SECRET: "a password, token or key",
+    threats.INVISIBLE_UNICODE: "text with invisible or direction-changing characters",
+    threats.OVERSIZED: "text too long to check",
+}
+
+_CHANGED_ON_PAGE = (
+    "This entry was changed or removed since the page was loaded; nothing was saved. "
+    "Reload the page to see the current memory."
+)
+
+# A rule's code as the person who typed the text reads it (memory page forms).
+RULE_MESSAGES = {
+    "invalid_content": "Write the fact itself before saving.",
+    "empty_entry": "Write the fact itself before saving.",
+    "add_without_content": "Write the fact itself before saving.",
+    "incomplete_entry": "Write the whole fact before saving.",
+    "delimiter_in_entry": "An entry cannot have a line with only \u201c\u00a7\u201d on it. Save each fact as its own entry.",
+    "control_character": "The text has an invisible control character. Type it again as plain text.",
+    "reserved_tag": "The text has a tag that only the assistant's memory block may use. Remove the tag.",
+    "reserved_header": "A line looks like a heading of the assistant's memory (such as \u201cUSER PROFILE\u201d). "
+                       "Write the fact without it.",
+    "replace_duplicate": "Another entry already says exactly this. Remove this entry instead.",
+    "entry_changed": _CHANGED_ON_PAGE,
+    "conflict": _CHANGED_ON_PAGE,
+    "no_match": _CHANGED_ON_PAGE,
+    "ambiguous_match": _CHANGED_ON_PAGE,
+    "batch_size": "Too many changes at once; nothing was saved. Make fewer changes at a time.",
+    "turn_budget": "Too many changes at once; nothing was saved. Make fewer changes at a time.",
+}
+RULE_FALLBACK = "This change could not be saved; nothing was changed. Check the text and try again."
+
+# Why an event did not save, as its owner reads it in History.
+REASONS = {
+    # a chat turn that did not complete (the reason its staged change was dropped)
+    "cancelled": CODE_MESSAGES["cancelled"],
+    "model_failed_after_staging": "The assistant failed before finishing its answer, so its memory change "
+                                  "was not saved.",
+    "model_incomplete": "The answer was cut off before it finished, so its memory change was not saved.",
+    "model_error": "The assistant could not answer, so its memory change was not saved.",
+    "model_unreachable": "The assistant could not be reached, so its memory change was not saved.",
+    "model_empty": "The assistant gave no answer, so its memory change was not saved.",
+    "turn_error": "Something went wrong on our side, so the memory change was not saved.",
+    "internal_error": "Something went wrong on our side, so the memory change was not saved.",
+    # a commit that did not go through
+    "conflict": CODE_MESSAGES["conflict"],
+    "database_error": "The database did not answer, so nothing was saved.",
+    "memory_busy": CODE_MESSAGES["memory_busy"],
+    "commit_failed": CODE_MESSAGES["commit_failed"],
+    "entry_changed": "The entry had changed since the page was loaded, so nothing was saved.",
+    "no_match": "The entry to change was no longer there, so nothing was saved.",
+    "ambiguous_match": "It was not clear which entry to change, so nothing was saved.",
+    "over_capacity": "It did not fit: memory would have gone over its limit, so nothing was saved.",
+    "replace_duplicate": "Another entry already said the same, so nothing was saved.",
+    "batch_size": "Too many changes at once, so nothing was saved.",
+    "turn_budget": "Too many changes at once, so nothing was saved.",
+}
+REJECTED_FALLBACK = "The change broke one of memory's rules, so nothing was saved."
+FAILED_FALLBACK = "Something went wrong while saving, so nothing was saved."
+
+# Outcomes that say enough without a reason.
+_OUTCOME_REASONS = {
+    "unchanged": CODE_MESSAGES["unchanged"],
+    "cancelled": CODE_MESSAGES["cancelled"],
+}
+
+
+def document_name(target: str | None) -> str:
+    return DOCUMENTS.get(target or "", "your memory")
+
+
+def actor_name(actor: str) -> str:
+    return ACTORS.get(actor, "System")
+
+
+def outcome_name(outcome: str) -> str:
+    return OUTCOMES.get(outcome, "Not saved")
+
+
+def threat_label(category: str) -> str:
+    return THREAT_LABELS.get(category, "text that memory does not keep")
+
+
+def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
+    """Return the plain sentence for a rule a person's own edit broke.
+
+    `code` is `MemoryValidationError.code`; its `message` is written for the
+    model and is never passed here.
+    """
+    if code == "over_capacity":
+        limit = (limits or {}).get(target or "")
+        where = document_name(target)
+        if limit:
+            return (f"This does not fit: {where} would be over its limit of {limit:,} characters. "
+                    "Shorten or remove another entry first.")
+        return f"This does not fit: {where} is full. Shorten or remove another entry first."
+    if code.startswith("threat_"):
+        return (f"This was not saved: it looks like {threat_label(code.removeprefix('threat_'))}, "
+                "which memory does not keep. Write the fact without it.")
+    return RULE_MESSAGES.get(code, RULE_FALLBACK)
+
+
+def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, done: bool = True) -> str:
+    """Return e.g. "Added 1 entry to your notes" from an event's counts.
+
+    An event counts operations by action and by document, not both together,
+    so a batch over several actions and documents reads "Added 1 entry and
+    removed 2 entries in your profile and your notes". With `done` false the
+    sentence says what was tried ("Tried to add 1 entry to your notes").
+    """
+    known = [(action, count) for action, count in sorted(actions.items(), key=_action_order)
+             if action in _ACTIONS and count]
+    if not known:
+        return ""
+    parts = []
+    for index, (action, count) in enumerate(known):
+        past, infinitive, _ = _ACTIONS[action]
+        verb = past if done else infinitive
+        if index:
+            verb = verb.lower()
+        parts.append(f"{verb} {count} {'entry' if count == 1 else 'entries'}")
+    phrase = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    where = [document_name(target) for target in ("user", "memory") if targets.get(target)]
+    if where:
+        preposition = _ACTIONS[known[0][0]][2] if len(known) == 1 else "in"
+        phrase = f"{phrase} {preposition} {' and '.join(where)}"
+    if not done:
+        phrase = "Tried to " + phrase
+    return phrase
+
+
+def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str, int]) -> str:
+    """Return what an event changed (or tried to), as one phrase."""
+    if outcome == "erased":
+        return "Erased everything in your profile and your notes"
+    return describe_changes(actions, targets, done=outcome == "committed")
+
+
+def event_reason(outcome: str, error_code: str) -> str:
+    """Return why an event did not save, as a sentence; "" when it saved."""
+    if outcome in ("committed", "erased"):
+        return ""
+    if error_code:
+        if error_code.startswith("threat_"):
+            return f"It looked like {threat_label(error_code.removeprefix('threat_'))}, so nothing was saved."
+        if error_code in REASONS:
+            return REASONS[error_code]
+    if outcome in _OUTCOME_REASONS:
+        return _OUTCOME_REASONS[outcome]
+    if outcome == "discarded":
+        return OUTCOME_MESSAGES[DISCARDED]
+    if outcome == "rejected":
+        return REJECTED_FALLBACK
+    return FAILED_FALLBACK
+
+
+def _action_order(item: tuple[str, int]) -> int:
+    return list(_ACTIONS).index(item[0]) if item[0] in _ACTIONS else len(_ACTIONS)
