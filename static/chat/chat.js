@@ -200,7 +200,38 @@
     addMessage("user", content);
     socket.send(JSON.stringify({ type: "user_message", content: content, conversation_id: conversationId }));
     input.value = "";
+    updateCounter();
   });
+
+  // --- the character counter, shown near the limit ------------------------------
+
+  const counter = el("p", "message-count");
+  counter.id = "message-count";
+  counter.hidden = true;
+  composer.after(counter);
+  input.setAttribute("aria-describedby", counter.id);
+  let pasteCut = false;
+
+  function updateCounter() {
+    const length = input.value.length;
+    if (length < Math.floor(maxChars * 0.9)) {
+      counter.hidden = true;
+      pasteCut = false;
+      return;
+    }
+    let text = length.toLocaleString("en-US") + " of " + maxChars.toLocaleString("en-US") + " characters";
+    if (length >= maxChars) text += pasteCut ? ": the limit. The pasted text was cut to fit." : ": the limit.";
+    counter.textContent = text;
+    counter.classList.toggle("at-limit", length >= maxChars);
+    counter.hidden = false;
+  }
+
+  input.addEventListener("paste", function (event) {
+    const pasted = (event.clipboardData && event.clipboardData.getData("text")) || "";
+    const kept = input.value.length - (input.selectionEnd - input.selectionStart);
+    pasteCut = kept + pasted.length > maxChars;
+  });
+  input.addEventListener("input", updateCounter);
 
   input.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && !event.shiftKey) {
@@ -292,5 +323,28 @@
     api(listUrl, { method: "DELETE" }).then(startNew);
   });
 
+  // Reopen the newest conversation (the page lists them newest first). A
+  // message sent before its history arrives still goes to it; the history is
+  // then put above what is already shown.
+  function reopenLatest() {
+    const latest = conversationList.querySelector("li[data-conversation-id]");
+    if (!latest) return;
+    const id = Number(latest.dataset.conversationId);
+    conversationId = id;
+    latest.classList.add("current");
+    api(listUrl + id + "/messages/").then(function (items) {
+      if (conversationId !== id) return; // the person moved on meanwhile
+      const first = messages.firstChild;
+      items.forEach(function (message) {
+        const added = addMessage(message.role, message.content, message.memory_outcome);
+        if (first) messages.insertBefore(added.item, first);
+      });
+      scrollDown();
+    }).catch(function () {
+      if (conversationId === id && !running) startNew();
+    });
+  }
+
+  reopenLatest();
   connect();
 })();
