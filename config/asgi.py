@@ -17,10 +17,12 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from chat.agents import lifespan_app  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from config.parsers import BodyLimit  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE are refused before Django reads them.
+        "http": BodyLimit(django_asgi_app),
         # Disposes the chat's model clients on servers that speak lifespan;
         # daphne does not, so chat.agents also hooks its reactor shutdown.
         "lifespan": lifespan_app,

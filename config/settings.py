@@ -156,6 +156,10 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # DEBUG=0 has its CSS and JS without a collectstatic step.
 WHITENOISE_USE_FINDERS = True
 
+# The largest request body, in bytes: refused at the ASGI edge (config/parsers.py
+# BodyLimit) before Django reads it, and again by the API's JSON parser.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=1024 * 1024)
+
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -167,6 +171,13 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON bounded in size and depth; parse errors answer 400 with a code (config/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "config.parsers.api_exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "chat_turns": env.str("CHAT_TURN_RATE", default="30/min"),
         "memory_writes": env.str("MEMORY_WRITE_RATE", default="60/min"),
