@@ -13,10 +13,10 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.agents import lifespan_app  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from config.origins import ExactOriginValidator  # noqa: E402
 from config.parsers import BodyLimit  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -26,7 +26,8 @@ application = ProtocolTypeRouter(
         # Disposes the chat's model clients on servers that speak lifespan;
         # daphne does not, so chat.agents also hooks its reactor shutdown.
         "lifespan": lifespan_app,
-        "websocket": AllowedHostsOriginValidator(
+        # Exact origins (scheme, host and port): config/origins.py.
+        "websocket": ExactOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }

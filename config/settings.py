@@ -9,6 +9,8 @@ from pathlib import Path
 
 import environ
 
+from config.origins import derive_origins
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -21,6 +23,10 @@ SECRET_KEY = env.str(
 )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# Origins (scheme://host[:port], exact) allowed to open the chat socket, beside
+# the socket's own origin; config/origins.py says how the default is derived.
+CHAT_ALLOWED_ORIGINS = [origin for origin in env.list("CHAT_ALLOWED_ORIGINS", default=[]) if origin] or derive_origins(
+    CSRF_TRUSTED_ORIGINS, ALLOWED_HOSTS)
 
 INSTALLED_APPS = [
     "daphne",
