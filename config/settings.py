@@ -5,6 +5,7 @@ production (memory off, DEBUG off) except where a local default cannot hurt:
 SQLite when no DATABASE_URL is set and an in-memory channel layer when no
 REDIS_URL is set.
 """
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
@@ -54,6 +56,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers a locked-out sign-in with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -145,6 +149,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# --- Sign-in protection (django-axes) ------------------------------------------
+# AxesStandaloneBackend refuses a locked-out address or username before the
+# password is checked; ModelBackend then signs people in as before.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Reverse proxies in front of daphne whose X-Forwarded-For entry is trusted
+# (config/client_ip.py): 0 = none, use the peer address; 1 = nginx as documented.
+NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_address"
+# Failed sign-ins (login page and admin) before the address, or the username,
+# is locked out, and for how long; a success resets the count.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_COOLOFF_MESSAGE = "Too many failed sign-ins from this address or for this account. Try again later."
+# No row per successful sign-in (who signed in from where is not this app's business).
+AXES_DISABLE_ACCESS_LOG = True
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
@@ -184,6 +209,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "config.parsers.api_exception_handler",
+    # The eval route's throttle keys on the client address: trust only our own proxies.
+    "NUM_PROXIES": NUM_PROXIES,
     "DEFAULT_THROTTLE_RATES": {
         "chat_turns": env.str("CHAT_TURN_RATE", default="30/min"),
         "memory_writes": env.str("MEMORY_WRITE_RATE", default="60/min"),
