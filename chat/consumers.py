@@ -66,6 +66,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     closed = False
     in_group = False
     registered = False
+    turn_over = True
     _layer_receive = None
 
     def __init__(self, *args, **kwargs) -> None:
@@ -183,6 +184,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if isinstance(frame, Cancel):
             await self._stop_turn(wait=False)
             return
+        if self.turn is not None and not self.turn.done() and self.turn_over:
+            await asyncio.wait([self.turn])  # the turn has ended; only its slot is being given back
         if self.turn is not None and not self.turn.done():
             await self._send({"type": "error", "code": "turn_in_progress",
                               "message": "A turn is still running; wait for it or send {\"type\": \"cancel\"}."})
@@ -194,6 +197,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if slot is None:
             return
         self.cancel_event = threading.Event()
+        self.turn_over = False
         self.turn = asyncio.create_task(self._run(frame.content, frame.conversation_id, self.cancel_event, slot))
 
     async def _admit(self) -> budget.Slot | None:
@@ -245,6 +249,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({"type": "error", "code": "internal_error",
                               "message": "Something went wrong on our side; nothing was saved. Try again."})
         finally:
+            self.turn_over = True
             await asyncio.shield(_off_loop(slot.release))
 
     async def _stop_turn(self, *, wait: bool = True) -> None:
