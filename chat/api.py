@@ -253,8 +253,8 @@ class ConversationListView(generics.ListAPIView):
     def get_queryset(self):
         return Conversation.objects.filter(user=self.request.user)
 
-    @extend_schema(summary="Delete all of your conversations", responses={200: DeletedSerializer, 403: NOT_SIGNED_IN},
-                   tags=["chat"])
+    @extend_schema(operation_id="conversations_destroy_all", summary="Delete all of your conversations",
+                   responses={200: DeletedSerializer, 403: NOT_SIGNED_IN}, tags=["chat"])
     def delete(self, request):
         deleted = Conversation.objects.filter(user=request.user).count()
         Conversation.objects.filter(user=request.user).delete()

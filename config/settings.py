@@ -191,6 +191,21 @@ WHITENOISE_USE_FINDERS = True
 # BodyLimit) before Django reads it, and again by the API's JSON parser.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=1024 * 1024)
 
+# --- HTTPS behind a proxy (the README's nginx) -----------------------------------
+# TRUST_PROXY_HEADERS=1: nginx sets X-Forwarded-Proto, so Django knows a request
+# came over HTTPS (secure redirects, CSRF, is_secure()). Only behind a proxy that
+# always sets it: otherwise a client could claim HTTPS.
+if env.bool("TRUST_PROXY_HEADERS", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# The probes answer over plain HTTP on the worker's own port.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Credentials inside URLs (REDIS_URL...) are masked in error reports (config/debug.py).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "config.debug.MaskedCredentialsFilter"
+
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -227,6 +242,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for the one choice set of documents (a memory operation's target, a turn's "changed").
+    "ENUM_NAME_OVERRIDES": {"MemoryTargetEnum": "agentmemory.rules.TARGETS"},
 }
 
 # --- The agent's memory (agentmemory/conf.py reads these) -------------------
