@@ -86,3 +86,74 @@ async def test_open_sockets_are_counted_across_processes_and_the_oldest_is_close
     finally:
         for socket in opened:
             await socket.close()
+
+
+async def test_the_issue_burst_against_the_default_limits_on_two_processes(servers, redis_url, user):
+    """The issue's attack, replayed: 40 sockets of one person across two workers, 3 messages each at once,
+    then 35 parallel REST turns, against the defaults (30/min, 2 concurrent turns, 10 sockets)."""
+    one, two = await start_two(servers, redis_url, CHAT_TURN_RATE="30/min", DEMO_MODEL_DELAY_MS="20")
+    cookie = await session_cookie(user)
+    key = (await orm(Token.objects.create, user=user)).key
+    sockets: list[LiveSocket] = []
+    try:
+        started = time.monotonic()
+        for index in range(40):
+            sockets.append(await LiveSocket.open((one, two)[index % 2], cookie, name=f"s{index}"))
+        opened_in = time.monotonic() - started
+        await asyncio.sleep(1.0)
+        open_now = [socket for socket in sockets if socket.closed is None]
+        assert len(open_now) == 10
+
+        frames_before = {id(socket): len(socket.frames) for socket in open_now}
+        started = time.monotonic()
+        await asyncio.gather(*[socket.send({"type": "user_message", "content": f"hello {n}", "conversation_id": None})
+                               for socket in open_now for n in range(3)])
+
+        def settled() -> bool:
+            ends = [frame for socket in open_now for frame in socket.frames[frames_before[id(socket)]:]
+                    if frame["type"] in ("turn_completed", "turn_failed", "error")]
+            return len(ends) >= 30
+
+        while not settled() and time.monotonic() - started < 30:
+            await asyncio.sleep(0.05)
+        burst_in = time.monotonic() - started
+        ends = [frame for socket in open_now for frame in socket.frames[frames_before[id(socket)]:]
+                if frame["type"] in ("turn_completed", "turn_failed", "error")]
+        codes = [frame.get("code") or frame["type"] for frame in ends]
+
+        def rest_turn():
+            return (one, two)[0].request("POST", "/api/chat/turns/", body={"content": "hello"},
+                                         headers={"Authorization": f"Token {key}"}, timeout=30)
+
+        rest = await asyncio.gather(*[asyncio.to_thread(rest_turn) for _ in range(35)])
+        rest_codes = [body["code"] if status == 429 else str(status) for status, body in rest]
+
+        # Then one turn after another, alternating processes and transports, until the budget says no.
+        sequential: list[str] = []
+        started = time.monotonic()
+        for index in range(35):
+            if index % 2:
+                last = await open_now[index % len(open_now)].turn(f"one more {index}")
+                sequential.append(last.get("code") or last["type"])
+            else:
+                status, body = await asyncio.to_thread(rest_turn)
+                sequential.append(body["code"] if status == 429 else str(status))
+        sequential_in = time.monotonic() - started
+        accepted = (codes.count("turn_completed") + rest_codes.count("200") + sequential.count("turn_completed")
+                    + sequential.count("200"))
+        conversations = await orm(Conversation.objects.filter(user=user).count)
+        # 30 when the run stays inside one clock minute; the sliding window lets a few more through when it
+        # crosses into the next (the previous minute then weighs less than fully).
+        assert 30 <= accepted <= 36 and conversations == accepted
+
+        def count(values):
+            return {value: values.count(value) for value in sorted(set(values))}
+
+        print(f"\nissue burst, defaults, two processes: 40 sockets opened in {opened_in:.1f} s -> 10 open, 30 closed "
+              f"(4429); 30 socket messages at once in {burst_in:.1f} s -> {count(codes)}; 35 parallel REST turns -> "
+              f"{count(rest_codes)}; then 35 turns one after another (REST and sockets, both processes) in "
+              f"{sequential_in:.1f} s -> {count(sequential)}; turns accepted in the minute: {accepted} "
+              f"(conversations {conversations})")
+    finally:
+        for socket in sockets:
+            await socket.close()
