@@ -177,6 +177,16 @@ def test_runs_repeat_every_scenario_and_only_filters_kinds(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_per_kind_takes_the_first_scenarios_of_each_kind(tmp_path):
+    out = tmp_path / "eval.json"
+    call_command("memory_eval", "--only", "small_talk,forget", "--per-kind", "2", "--json", str(out))
+
+    report = json.loads(out.read_text())
+    assert sorted(s["kind"] for s in report["scenarios"]) == ["forget", "forget", "small_talk", "small_talk"]
+    assert "--per-kind 2" in report["command"]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_endpoint_override_reaches_the_chat_and_never_shows_the_key(tmp_path):
     out = tmp_path / "eval.json"
     doc = tmp_path / "curation.md"

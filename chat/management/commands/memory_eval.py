@@ -83,6 +83,16 @@ def _code_version() -> str:
     return head + ("+" if dirty else "")
 
 
+def _first_of_each_kind(scenarios: list, count: int) -> list:
+    taken: dict[str, int] = {}
+    kept = []
+    for scenario in scenarios:
+        taken[scenario.kind] = taken.get(scenario.kind, 0) + 1
+        if taken[scenario.kind] <= count:
+            kept.append(scenario)
+    return kept
+
+
 def _policy_version() -> str:
     from agentmemory.conf import memory_settings
 
@@ -140,6 +150,8 @@ class Command(BaseCommand):
         parser.add_argument("--write", default="", metavar="PATH", help="write or update a report such as docs/curation.md")
         parser.add_argument("--json", default="", metavar="PATH", help="write the figures and per-scenario outcomes as JSON")
         parser.add_argument("--scenarios", default="", metavar="PATH", help="another scenario file (default: the suite)")
+        parser.add_argument("--per-kind", type=int, default=0, metavar="N",
+                            help="run only the first N scenarios of each kind (a quicker sample for slow models)")
 
     def handle(self, *args, **options):
         runs = options["runs"]
@@ -155,6 +167,8 @@ class Command(BaseCommand):
             raise CommandError(f"The scenario file could not be read: {exc}") from exc
         if only:
             scenarios = [scenario for scenario in scenarios if scenario.kind in only]
+        if options["per_kind"] > 0:
+            scenarios = _first_of_each_kind(scenarios, options["per_kind"])
         if not scenarios:
             raise CommandError("No scenario to run.")
 
@@ -251,6 +265,8 @@ class Command(BaseCommand):
             parts += ["--only", kind]
         if options["scenarios"]:
             parts += ["--scenarios", options["scenarios"]]
+        if options.get("per_kind"):
+            parts += ["--per-kind", str(options["per_kind"])]
         if options["write"]:
             parts += ["--write", options["write"]]
         return " ".join(parts)
