@@ -23,6 +23,15 @@ from hypothesis import strategies as st
 from chat.frames import FrameError, parse_client_frame
 from tests.chat_helpers import connect, fresh_agents, receive_until  # noqa: F401
 
+
+@pytest.fixture(autouse=True)
+def unlimited_turn_rate(monkeypatch):
+    """Hundreds of frames per test: out of the per-person turn budget (tests/test_abuse_limits.py tests it)."""
+    from rest_framework.throttling import ScopedRateThrottle
+
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES",
+                        {**ScopedRateThrottle.THROTTLE_RATES, "chat_turns": "100000/min"})
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # The codes docs/chat.md lists for the `error` frame.
