@@ -14,6 +14,7 @@ ends. `extract_calls` then finds every call in the round's whole text.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -24,7 +25,10 @@ _OPEN_TAG = "<tool_call>"
 _FENCE = "```"
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCED = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
-_CALL_START = re.compile(r'\{\s*"(?:name|function|operations|type|tool|arguments)"\s*:')
+_CALL_START = re.compile(r"""\{\s*["'](?:name|function|operations|type|tool|arguments|target|action)["']\s*:""")
+# A label a model writes before the call ("memory_update:", "functions.memory_update(").
+_LABEL = re.compile(r"(?:functions\.)?memory_update\s*[:(=]?\s*$")
+_OPERATION_KEYS = frozenset({"target", "action", "match", "content"})
 # Languages a fenced call is written in; any other fence is code and streams on.
 _CALL_FENCES = frozenset({"", "json", "tool_call", "tool_code", "jsonc", "javascript", "js"})
 _DECIDE_CHARS = 48
@@ -37,10 +41,18 @@ class TextCall:
     arguments: str
 
 
-def as_call(value: object) -> TextCall | None:
-    """Return the memory_update call `value` (decoded JSON) stands for, if any."""
+def as_call(value: object, *, named: bool = False) -> TextCall | None:
+    """Return the memory_update call `value` (decoded JSON) stands for, if any.
+
+    With `named` (the text names memory_update), bare operations count too:
+    an operation object, or a list of them, written without the wrapper.
+    """
     if isinstance(value, dict) and isinstance(value.get("function"), dict):
         value = value["function"]
+    if named and _is_operation(value):
+        value = {"operations": [value]}
+    elif named and isinstance(value, list) and value and all(map(_is_operation, value)):
+        value = {"operations": value}
     if not isinstance(value, dict):
         return None
     if set(value) == {"operations"}:
@@ -53,6 +65,10 @@ def as_call(value: object) -> TextCall | None:
     if isinstance(arguments, dict):
         return TextCall(arguments=json.dumps(arguments))
     return None
+
+
+def _is_operation(value: object) -> bool:
+    return isinstance(value, dict) and {"target", "action"} <= set(value) <= _OPERATION_KEYS
 
 
 def extract_calls(text: str) -> tuple[str, list[TextCall]]:
@@ -73,16 +89,21 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
     for found in _FENCED.finditer(text):
         if found.group(1).lower() in _CALL_FENCES:
             take(found.start(), found.end(), found.group(2))
-    decoder = json.JSONDecoder()
+    named = TOOL_NAME in text
     for found in _CALL_START.finditer(text):
         start = found.start()
         if any(s <= start < e for s, e in spans):
             continue
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        decoded = _decode_object(text, start)
+        if decoded is None:
             continue
-        if (call := as_call(value)) is not None and not any(s < end and start < e for s, e in spans):
+        value, end = decoded
+        if (call := as_call(value, named=named)) is not None and not any(s < end and start < e for s, e in spans):
+            label = _LABEL.search(text, 0, start)
+            if label is not None:
+                start = label.start()
+                if text[label.start():label.end()].rstrip().endswith("(") and text[end:end + 1] == ")":
+                    end += 1
             spans.append((start, end))
             calls.append(call)
 
@@ -100,13 +121,47 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
 
 def _decode_call(body: str) -> TextCall | None:
     body = body.strip()
-    if not body.startswith("{"):
+    decoded = _decode_object(body, 0) if body.startswith("{") else None
+    return as_call(decoded[0], named=True) if decoded is not None else None
+
+
+def _decode_object(text: str, start: int) -> tuple[object, int] | None:
+    """Decode the object at `start`: JSON, or failing that a Python literal
+    (small models write None, True and single quotes); return it and its end."""
+    try:
+        return json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        pass
+    end = _balanced_end(text, start)
+    if end is None:
         return None
     try:
-        value, _ = json.JSONDecoder().raw_decode(body)
-    except ValueError:
+        return ast.literal_eval(text[start:end]), end
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    return as_call(value)
+
+
+def _balanced_end(text: str, start: int, limit: int = 20_000) -> int | None:
+    """Return the end of the brace-balanced object at `start` (quotes respected)."""
+    depth, quote, escaped = 0, "", False
+    for index in range(start, min(len(text), start + limit)):
+        char = text[index]
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return None
 
 
 class TextCallFilter:
@@ -161,7 +216,7 @@ class TextCallFilter:
 
 def _suspect(text: str) -> int | None:
     """Return where a call could start in `text`, or None."""
-    positions = [i for i in (text.find("<tool_call"), text.find(_FENCE)) if i >= 0]
+    positions = [i for i in (text.find("<tool_call"), text.find(_FENCE), text.find(TOOL_NAME)) if i >= 0]
     found = re.search(r'(?:^|\n)[ \t]*\{|\{\s*"', text)
     if found is not None:
         positions.append(text.index("{", found.start()))
@@ -170,9 +225,9 @@ def _suspect(text: str) -> int | None:
 
 def _partial_marker(text: str) -> int:
     """Return how many trailing characters could begin a marker."""
-    for size in range(min(len(text), len(_OPEN_TAG) - 1), 0, -1):
+    for size in range(min(len(text), len(TOOL_NAME) - 1), 0, -1):
         tail = text[-size:]
-        if _OPEN_TAG.startswith(tail) or _FENCE.startswith(tail):
+        if _OPEN_TAG.startswith(tail) or _FENCE.startswith(tail) or TOOL_NAME.startswith(tail):
             return size
     return 0
 
@@ -181,6 +236,15 @@ def _classify(rest: str) -> tuple[str, int]:
     """Decide whether `rest` (starting at a suspect) opens a call: call, text, or undecided."""
     if rest.startswith("<tool_call"):
         return "call", 0
+    if rest.startswith(TOOL_NAME):
+        # The tool's name, then perhaps the call: "memory_update: {...}", "memory_update({...})".
+        after = rest[len(TOOL_NAME):]
+        body = after[re.match(r"\s*[:(=]?\s*", after).end():]
+        if body[:1] in ("{", "["):
+            return "call", 0
+        if not body and len(after) < 8:
+            return "undecided", 0
+        return "text", len(TOOL_NAME)
     if rest.startswith(_FENCE):
         newline = rest.find("\n")
         if newline < 0:
@@ -204,9 +268,9 @@ def _classify_json(rest: str) -> tuple[str, int]:
     head = rest[1:].lstrip()
     if not head:
         return "undecided", 0
-    if head[0] != '"':
+    if head[0] not in "\"'":
         return "text", 1
-    key_end = head.find('"', 1)
+    key_end = head.find(head[0], 1)
     if key_end < 0 and len(head) < _DECIDE_CHARS:
         return "undecided", 0
     if key_end >= 0 and ":" not in head[key_end:] and len(head) < _DECIDE_CHARS:

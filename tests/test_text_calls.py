@@ -1,0 +1,64 @@
+"""Calls a model writes as text (chat/text_calls.py): found in every form seen
+from small local models, held back from the stream, and never mistaken for
+ordinary answers (code, JSON examples, mentions of the tool)."""
+import json
+
+import pytest
+
+from chat.text_calls import TextCallFilter, extract_calls
+
+OPERATION = {"target": "user", "action": "add", "content": "Prefers tabs over spaces"}
+ARGUMENTS = {"operations": [OPERATION]}
+
+CALLS = {
+    "bare json": "I'll remember that.\n" + json.dumps({"name": "memory_update", "arguments": ARGUMENTS}),
+    "arguments as a string": json.dumps({"name": "memory_update", "arguments": json.dumps(ARGUMENTS)}),
+    "fenced json": "Sure.\n```json\n" + json.dumps({"name": "memory_update", "arguments": ARGUMENTS}) + "\n```",
+    "tool_call tags": "<tool_call>\n" + json.dumps({"name": "memory_update", "arguments": ARGUMENTS}) + "\n</tool_call>",
+    "unclosed tag": "<tool_call>\n" + json.dumps({"name": "memory_update", "arguments": ARGUMENTS}),
+    "function wrapper": json.dumps({"type": "function", "function": {"name": "memory_update", "arguments": ARGUMENTS}}),
+    "python literal": str({"name": "memory_update", "arguments": {"operations": [{**OPERATION, "match": None}]}}),
+    "bare arguments": "Noted! " + json.dumps(ARGUMENTS),
+    "labelled operation": "Calling memory_update: " + json.dumps(OPERATION),
+    "call syntax": "memory_update(" + json.dumps(ARGUMENTS) + ")",
+}
+
+ANSWERS = [
+    "Try this:\n```python\nimport sys\nprint({'path': sys.path})\n```\nThen run it.",
+    'A JSON example:\n{"a": 1, "b": [1, 2, 3], "c": "text long enough to decide"}\nend',
+    'Deploy config: {"target": "prod", "action": "deploy"} is how the team does it.',
+    "The memory_update tool is how I save facts about you.",
+    "Use d = {\"key\": \"value\"} in Python.",
+]
+
+
+def stream(text: str, step: int) -> tuple[str, str, list]:
+    """Feed `text` in pieces; return what was shown, the clean text and the calls."""
+    text_filter = TextCallFilter()
+    shown = "".join(text_filter.feed(text[i:i + step]) for i in range(0, len(text), step))
+    tail, cleaned, calls = text_filter.finish()
+    return shown + tail, cleaned, calls
+
+
+@pytest.mark.parametrize("form", sorted(CALLS))
+def test_a_written_call_is_found_and_removed(form):
+    cleaned, calls = extract_calls(CALLS[form])
+    assert len(calls) == 1
+    assert json.loads(calls[0].arguments)["operations"][0]["content"] == OPERATION["content"]
+    assert "memory_update" not in cleaned and "operations" not in cleaned and "<tool_call>" not in cleaned
+
+
+@pytest.mark.parametrize("form", sorted(CALLS))
+@pytest.mark.parametrize("step", [1, 3, 16, 10_000])
+def test_a_written_call_never_reaches_the_stream(form, step):
+    shown, _, calls = stream(CALLS[form], step)
+    assert len(calls) == 1
+    assert "memory_update" not in shown and "<tool_call>" not in shown
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("step", [1, 5, 10_000])
+def test_ordinary_answers_stream_unchanged(answer, step):
+    shown, cleaned, calls = stream(answer, step)
+    assert calls == []
+    assert shown == cleaned == answer
