@@ -261,11 +261,17 @@ def _parse_operation(item: object, position: int) -> Operation:
     operation = Operation(
         target=item.get("target"),  # type: ignore[arg-type]
         action=item.get("action"),  # type: ignore[arg-type]
-        match=item.get("match"),
-        content=item.get("content"),
+        match=_absent_if_blank(item.get("match")),
+        content=_absent_if_blank(item.get("content")),
     )
     check_operation(operation, position)
     return operation
+
+
+def _absent_if_blank(value: object) -> object:
+    # Models often send every field, blank where unused ({"action": "add",
+    # "match": ""}); a blank string says nothing, so it counts as absent.
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 def _key_names(keys: set) -> str:

@@ -614,3 +614,19 @@ def test_ambiguous_previews_show_a_blocked_entry_only_as_its_marker():
     assert caught.value.code == "ambiguous_match"
     assert caught.value.candidates[0].startswith("[BLOCKED")
     assert not any("Ignore all previous" in candidate for candidate in caught.value.candidates)
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n"])
+def test_a_blank_field_counts_as_absent(blank):
+    operations = parse_operations({"operations": [
+        {"target": "memory", "action": "add", "match": blank, "content": "Uses Go"},
+        {"target": "memory", "action": "remove", "match": "Go", "content": blank},
+    ]})
+    assert operations[0].match is None and operations[1].content is None
+    assert apply_operations(Snapshot(), operations).memory == ()
+
+
+def test_a_blank_content_on_add_still_asks_for_content():
+    with pytest.raises(MemoryValidationError) as caught:
+        parse_operations({"operations": [{"target": "memory", "action": "add", "content": " "}]})
+    assert caught.value.code == "add_without_content"
