@@ -74,7 +74,7 @@ def _is_operation(value: object) -> bool:
 def extract_calls(text: str) -> tuple[str, list[TextCall]]:
     """Return the text without the memory_update calls written in it, and the calls."""
     spans: list[tuple[int, int]] = []
-    calls: list[TextCall] = []
+    calls: list[TextCall | None] = []  # None: a span removed that is not our call
 
     def take(start: int, end: int, body: str) -> bool:
         call = _decode_call(body)
@@ -85,7 +85,10 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
         return True
 
     for found in _TAG.finditer(text):
-        take(found.start(), found.end(), found.group(1))
+        if not take(found.start(), found.end(), found.group(1)):
+            # Tool-call tags are never an answer for a person, whatever they hold.
+            spans.append((found.start(), found.end()))
+            calls.append(None)
     for found in _FENCED.finditer(text):
         if found.group(1).lower() in _CALL_FENCES:
             take(found.start(), found.end(), found.group(2))
@@ -116,7 +119,7 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
         cursor = end
     kept.append(text[cursor:])
     cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
-    return cleaned, [call for _, call in ordered]
+    return cleaned, [call for _, call in ordered if call is not None]
 
 
 def _decode_call(body: str) -> TextCall | None:

@@ -62,3 +62,11 @@ def test_ordinary_answers_stream_unchanged(answer, step):
     shown, cleaned, calls = stream(answer, step)
     assert calls == []
     assert shown == cleaned == answer
+
+
+def test_tool_call_tags_are_never_shown_even_when_they_hold_no_memory_call():
+    text = 'Let me check.\n<tool_call>\n{"name": "web_search", "arguments": {"q": "weather"}}\n</tool_call>'
+    cleaned, calls = extract_calls(text)
+    assert calls == [] and cleaned == "Let me check."
+    shown, _, _ = stream(text, 4)
+    assert "<tool_call>" not in shown and "web_search" not in shown
