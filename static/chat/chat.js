@@ -104,6 +104,14 @@
         location.href = "/accounts/login/?next=/";
         return;
       }
+      if (event.code === 4429) {
+        // Too many open pages: this one was closed for a newer one. Reconnecting
+        // would close another page in turn, so stay closed until reloaded.
+        setRunning(null);
+        connection.textContent = "Closed: this chat is open in too many pages. Reload to use it here.";
+        connection.className = "connection down";
+        return;
+      }
       if (running) {
         running.notes.appendChild(el("p", "outcome outcome-discarded",
           "The connection dropped before the turn completed; nothing was saved."));
