@@ -148,6 +148,11 @@ class RequestAgent:
                         raise _incomplete(reply.finish_reason)
                     shown.append(reply.text)
                     text = "".join(shown).strip()
+                    if not text and events and not last:
+                        # Small models sometimes end silently after a tool result: ask
+                        # once more, without tools, so the memory step never costs the answer.
+                        offered = False
+                        continue
                     if not text:
                         raise ModelError("model_empty", "The assistant gave no answer. Send your message again.")
                     return AttemptResult(text=text, model=model, tool_events=tuple(events))

@@ -230,3 +230,13 @@ async def test_a_round_that_is_only_a_written_call_after_the_tool_was_withdrawn_
     assert told["status"] == "withdrawn" and "plain text" in told["error"]
     assert offered_tools(scripted_model) == [True, True, True, False, False]
     assert (await snapshot_of(user)).memory == ()
+
+
+async def test_an_empty_answer_after_a_tool_result_is_asked_again_without_tools(user, scripted_model):
+    scripted_model.push(tool_call(CALL), text(""), text("Noted: Fridays only."))
+
+    result = await run_turn(user=user, content="We deploy on Fridays only.")
+
+    assert result.reply == "Noted: Fridays only."
+    assert offered_tools(scripted_model) == [True, True, False]
+    assert result.memory.status == "committed"
