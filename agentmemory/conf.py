@@ -8,6 +8,8 @@ from types import MappingProxyType
 
 from django.conf import settings
 
+from .prompt import POLICY_VERSION
+
 DEFAULTS = {
     # Rollout flag: off means no memory block, no tool, tables untouched.
     "ENABLED": False,
@@ -28,7 +30,7 @@ DEFAULTS = {
     # account deletion, a migration) before the write fails; the answer stands.
     "COMMIT_LOCK_TIMEOUT_SECONDS": 3.0,
     # The reviewed memory policy the prompt uses (agentmemory/policy/memory_policy_<v>.md).
-    "POLICY_VERSION": "v1",
+    "POLICY_VERSION": POLICY_VERSION,
 }
 
 

@@ -274,7 +274,7 @@ AGENTMEMORY = {
     "CAPTURE_CONTENT": env.bool("AGENTMEMORY_CAPTURE_CONTENT", default=False),
     "READ_TIMEOUT_SECONDS": env.float("AGENTMEMORY_READ_TIMEOUT_SECONDS", default=1.0),
     "COMMIT_LOCK_TIMEOUT_SECONDS": env.float("AGENTMEMORY_COMMIT_LOCK_TIMEOUT_SECONDS", default=3.0),
-    "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v1"),
+    "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v2"),
 }
 
 # --- The chat and its models ------------------------------------------------

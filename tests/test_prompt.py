@@ -82,18 +82,19 @@ def test_read_only_turn_says_memory_update_will_refuse():
     assert "read-only" in text
 
 
-def test_policy_lists_exactly_the_designs_save_and_skip_lists():
-    policy = load_policy("v1")
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_policy_lists_exactly_the_designs_save_and_skip_lists(version):
+    policy = load_policy(version)
     save = policy.split("Save:\n", 1)[1].split("\n\n", 1)[0]
     skip = policy.split("Skip:\n", 1)[1].split("\n\n", 1)[0]
     assert [line.removeprefix("- ") for line in save.splitlines()] == SAVE
     assert [line.removeprefix("- ") for line in skip.splitlines()] == SKIP
-    assert policy in compile_memory_prompt(snapshot=Snapshot())
+    assert policy in compile_memory_prompt(snapshot=Snapshot(), policy_version=version)
 
 
 @pytest.mark.parametrize("version", ["v999", "../settings", "1"])
 def test_unknown_policy_version_is_refused_with_what_to_do(version):
-    with pytest.raises(ValueError, match="v1"):
+    with pytest.raises(ValueError, match="v[0-9]"):
         load_policy(version)
 
 
