@@ -183,7 +183,15 @@ mode=${1:-start}
 case "$mode" in
   --check) check; exit ;;
   --stop)
-    if pid=$(running_pid); then kill "$pid"; rm -f "$PIDFILE"; say "stopped pid $pid"; else say "not running"; fi
+    if pid=$(running_pid); then
+      kill "$pid"
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      # It can hang after closing its socket; do not leave it holding memory.
+      kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+      rm -f "$PIDFILE"; say "stopped pid $pid"
+    else
+      say "not running"
+    fi
     exit 0 ;;
   --setup) ;;
   start|--foreground|--background) ;;
