@@ -222,7 +222,7 @@ def _check_characters(text: str, *, position: int | None, target: str | None, wh
 # --- parsing untrusted input -------------------------------------------------
 
 
-def parse_operations(raw: object) -> list[Operation]:
+def parse_operations(raw: object, *, blank_is_absent: bool = False) -> list[Operation]:
     """Return the operations of a tool call or API body, checked strictly.
 
     `raw` is the decoded `{"operations": [...]}` object. Unknown keys at any
@@ -243,10 +243,10 @@ def parse_operations(raw: object) -> list[Operation]:
     if not isinstance(items, list):
         raise MemoryValidationError("'operations' must be a list of operations.", code="invalid_arguments")
     check_batch_size(len(items))
-    return [_parse_operation(item, position) for position, item in enumerate(items, start=1)]
+    return [_parse_operation(item, position, blank_is_absent) for position, item in enumerate(items, start=1)]
 
 
-def _parse_operation(item: object, position: int) -> Operation:
+def _parse_operation(item: object, position: int, blank_is_absent: bool = False) -> Operation:
     if not isinstance(item, Mapping):
         raise MemoryValidationError(
             "each operation must be an object with target and action.",
@@ -261,8 +261,8 @@ def _parse_operation(item: object, position: int) -> Operation:
     operation = Operation(
         target=item.get("target"),  # type: ignore[arg-type]
         action=item.get("action"),  # type: ignore[arg-type]
-        match=_absent_if_blank(item.get("match")),
-        content=_absent_if_blank(item.get("content")),
+        match=_absent_if_blank(item.get("match")) if blank_is_absent else item.get("match"),
+        content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),
     )
     check_operation(operation, position)
     return operation
@@ -270,7 +270,8 @@ def _parse_operation(item: object, position: int) -> Operation:
 
 def _absent_if_blank(value: object) -> object:
     # Models often send every field, blank where unused ({"action": "add",
-    # "match": ""}); a blank string says nothing, so it counts as absent.
+    # "match": ""}); for the model's tool a blank string counts as absent.
+    # The REST API keeps its documented schema (no blank strings).
     return None if isinstance(value, str) and not value.strip() else value
 
 

@@ -90,7 +90,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     before = ledger.snapshot
     try:
         raw = json.loads(arguments) if isinstance(arguments, str) else arguments
-        operations = parse_operations(raw)
+        operations = parse_operations(raw, blank_is_absent=True)
         applied = stage_batch(ledger, operations, request.limits, accept=_accept)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1

@@ -617,16 +617,22 @@ def test_ambiguous_previews_show_a_blocked_entry_only_as_its_marker():
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n"])
-def test_a_blank_field_counts_as_absent(blank):
+def test_for_the_model_a_blank_field_counts_as_absent(blank):
     operations = parse_operations({"operations": [
         {"target": "memory", "action": "add", "match": blank, "content": "Uses Go"},
         {"target": "memory", "action": "remove", "match": "Go", "content": blank},
-    ]})
+    ]}, blank_is_absent=True)
     assert operations[0].match is None and operations[1].content is None
     assert apply_operations(Snapshot(), operations).memory == ()
 
 
 def test_a_blank_content_on_add_still_asks_for_content():
     with pytest.raises(MemoryValidationError) as caught:
-        parse_operations({"operations": [{"target": "memory", "action": "add", "content": " "}]})
+        parse_operations({"operations": [{"target": "memory", "action": "add", "content": " "}]}, blank_is_absent=True)
     assert caught.value.code == "add_without_content"
+
+
+def test_the_api_parser_keeps_blank_fields_as_sent():
+    with pytest.raises(MemoryValidationError) as caught:
+        parse_operations({"operations": [{"target": "memory", "action": "add", "match": "", "content": "Uses Go"}]})
+    assert caught.value.code == "add_with_match"

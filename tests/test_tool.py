@@ -418,3 +418,9 @@ def test_blocked_entries_reach_the_model_only_as_their_marker():
     assert no_match["current_entries"][0].startswith("[BLOCKED")
     assert ambiguous["candidates"][0].startswith("[BLOCKED")
     assert replaced["results"][0].startswith("replaced: [BLOCKED")
+
+
+def test_the_tool_treats_a_blank_match_on_add_as_absent():
+    with memory_scope(1, True, snapshot=Snapshot()):
+        reply = call(op(content="Uses Go 1.22", match=""))
+    assert reply["status"] == "staged"
