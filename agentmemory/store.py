@@ -84,6 +84,10 @@ class UnknownUser(Exception):
     """No account has this id; memory belongs only to existing accounts."""
 
 
+class InactiveUser(UnknownUser):
+    """The account is deactivated: an agent's commit for it is refused."""
+
+
 @dataclass(frozen=True)
 class StoredMemory:
     snapshot: Snapshot
@@ -275,7 +279,7 @@ def _commit_once(*, user_id, operations, cancelled, limits, precondition=None) -
     with connection.cursor() as cursor:
         if sql.set_lock_timeout:
             cursor.execute(sql.set_lock_timeout, [f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"])
-        owner = _lock_owner(cursor, sql, user_id)
+        owner = _lock_owner(cursor, sql, user_id, require_active=True)
         cursor.execute(sql.select_rows, [owner])
         rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
         current = _state_from_rows(list(rows.values())).snapshot
@@ -334,12 +338,16 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
 
     user_model = get_user_model()
     users, user_pk = names(user_model, user_model._meta.pk.name)
+    has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
+    active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
     table, pk, user, memory_type, content, version, created, modified = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at"
     )
     event_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
     return _Statements(
-        lock_owner=f"SELECT 1 FROM {users} WHERE {user_pk} = %s" + (" FOR UPDATE" if for_update else ""),
+        # The lock query also reads whether the account is active, so a commit
+        # for an account deactivated mid-turn is refused under the lock, at no cost.
+        lock_owner=f"SELECT {active} FROM {users} WHERE {user_pk} = %s" + (" FOR UPDATE" if for_update else ""),
         select_rows=f"SELECT {pk}, {memory_type}, {content}, {version} FROM {table} WHERE {user} = %s",
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {created}, {modified}) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -353,16 +361,19 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
     )
 
 
-def _lock_owner(cursor, sql: _Statements, user_id):
+def _lock_owner(cursor, sql: _Statements, user_id, *, require_active: bool = False):
     """Lock the owner's row in the user table (the per-person write lock).
 
     Return the id as the database stores it; raise UnknownUser if no account
-    has it.
+    has it, and InactiveUser (with `require_active`) if it is deactivated.
     """
     owner = get_user_model()._meta.pk.get_db_prep_value(user_id, connection)
     cursor.execute(sql.lock_owner, [owner])
-    if cursor.fetchone() is None:
+    row = cursor.fetchone()
+    if row is None:
         raise UnknownUser("No account has this id; memory belongs only to existing accounts.")
+    if require_active and not row[0]:
+        raise InactiveUser("The account is deactivated; its memory takes no new changes.")
     return owner
 
 

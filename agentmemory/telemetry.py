@@ -62,6 +62,7 @@ CONTENT_FREE_EXCEPTIONS = frozenset(
         "agentmemory.store.SchemaVersionError",
         "agentmemory.store.CommitCancelled",
         "agentmemory.store.UnknownUser",
+        "agentmemory.store.InactiveUser",
     }
 )
 

@@ -79,6 +79,7 @@ CODE_MESSAGES = {
     "commit_failed": "The answer stands, but memory could not be saved (a database error). Try again later.",
     "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
     "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
+    "account_closed": "Your account was closed or deactivated during this reply; nothing was saved.",
 }
 
 
@@ -248,6 +249,9 @@ class MemoryTurn:
             else:
                 await self._committed(result, len(operations))
             raise
+        except store.UnknownUser:
+            # Deactivated or deleted while the turn ran: nothing is written.
+            return await self.discard(reason="account_closed")
         except Exception as exc:
             return self._settle(self._failed(exc, len(operations)))
         return await self._committed(result, len(operations))

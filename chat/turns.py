@@ -284,13 +284,12 @@ class _Turn:
             self.tool_events = list(attempt.tool_events)
             if self.cancel_event.is_set():
                 raise _Cancelled()
-            if self.memory.staged and not await _in_thread(_still_active, user_id=self.user_id):
-                raise TurnFailed("session_ended", "Your account was deactivated or deleted before this reply "
-                                 "completed; nothing was saved.",
-                                 memory=await self.memory.discard(reason="session_ended"))
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
                 raise _Cancelled()
+            if outcome.code == "account_closed":  # checked under the commit's lock
+                raise TurnFailed("session_ended", "Your account was deactivated or deleted before this reply "
+                                 "completed; nothing was saved.", memory=outcome)
         except asyncio.CancelledError:
             if attempt is not None and self.memory.outcome is not None and self.memory.outcome.code != "cancelled":
                 # The commit finished while the task was being cancelled: the turn is complete.
@@ -459,16 +458,6 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     history = [{"role": row["role"], "content": row["content"]} for row in reversed(earlier)]
     history.append({"role": "user", "content": content})
     return _Prepared(conversation_id=conversation.pk, user_message_id=message.pk, history=history)
-
-
-def _still_active(*, user_id) -> bool:
-    """The person may still commit: their account exists and is active (chat/signals.py closes sockets)."""
-    from django.contrib.auth import get_user_model
-
-    try:
-        return get_user_model().objects.filter(pk=user_id, is_active=True).exists()
-    except UNREACHABLE:  # the commit itself will fail open; this check does not decide that
-        return True
 
 
 def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):

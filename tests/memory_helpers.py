@@ -5,6 +5,9 @@ one writer of memory rows, so the tests see exactly what the store stores.
 """
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pytest
 from django.core.cache import cache
 
@@ -55,3 +58,24 @@ def event_values(user) -> list[str]:
 
 def document_count(user) -> int:
     return MemoryDocument.objects.filter(user=user).count()
+
+
+def crawl(client, start="/admin/", limit=400):
+    """Fetch every admin page reachable by links from `start`; return {url: response}."""
+    seen, queue, responses = set(), [start], {}
+    while queue and len(seen) < limit:
+        url = queue.pop(0)
+        if url in seen:
+            continue
+        seen.add(url)
+        response = client.get(url)
+        responses[url] = response
+        if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
+            continue
+        for href in re.findall(r'href="([^"#]+)"', response.content.decode()):
+            href = unescape(href)
+            if href.startswith("?"):
+                href = url.split("?")[0] + href
+            if href.startswith("/admin/") and "logout" not in href and href not in seen:
+                queue.append(href)
+    return responses

@@ -1,6 +1,4 @@
 """Staff review in the admin: read-only, content only with its permission, audited erase."""
-import re
-from html import unescape
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
@@ -10,6 +8,7 @@ from django.test import Client
 from agentmemory.models import Actor, MemoryDocument, MemoryEvent, Outcome
 
 from .memory_helpers import (  # noqa: F401  (fresh_throttle is an autouse fixture)
+    crawl,
     ATTRIBUTE_ESCAPED,
     ATTRIBUTE_PAYLOAD,
     ATTRIBUTE_RAW,
@@ -57,27 +56,6 @@ def reader(make_user):
 @pytest.fixture
 def eraser(make_user):
     return staff(make_user, "eraser", *VIEW_PERMISSIONS, "erase_memory")
-
-
-def crawl(client, start="/admin/", limit=300):
-    """Fetch every admin page reachable by links from `start`; return {url: response}."""
-    seen, queue, responses = set(), [start], {}
-    while queue and len(seen) < limit:
-        url = queue.pop(0)
-        if url in seen:
-            continue
-        seen.add(url)
-        response = client.get(url)
-        responses[url] = response
-        if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
-            continue
-        for href in re.findall(r'href="([^"#]+)"', response.content.decode()):
-            href = unescape(href)
-            if href.startswith("?"):
-                href = url.split("?")[0] + href
-            if href.startswith("/admin/") and "logout" not in href and href not in seen:
-                queue.append(href)
-    return responses
 
 
 def action_post(client, action, documents, **extra):

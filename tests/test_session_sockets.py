@@ -121,5 +121,5 @@ async def test_a_turn_rechecks_the_account_before_it_commits(user):
     assert failed["code"] == "session_ended"
     assert failed["memory"]["status"] == "discarded"
     assert await db(MemoryDocument.objects.filter(user=user).count) == 0
-    assert [event.error_code for event in await events_of(user, Outcome.DISCARDED)] == ["session_ended"]
+    assert [event.error_code for event in await events_of(user, Outcome.DISCARDED)] == ["account_closed"]
     await socket.disconnect()

@@ -7,8 +7,6 @@ text, conversation title or memory entry may appear in any response. One
 with the permission sees them. Memory events name the staff member who
 erased a person's memory.
 """
-import re
-from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,7 +17,7 @@ from django.test import Client
 from agentmemory.models import Actor, MemoryDocument, MemoryEvent, Outcome
 from chat.models import Conversation, Message
 
-from .memory_helpers import fresh_throttle, seed  # noqa: F401  (fresh_throttle is an autouse fixture)
+from .memory_helpers import crawl, fresh_throttle, seed  # noqa: F401  (fresh_throttle is an autouse fixture)
 
 SECRET = "Falcon-9931"
 TITLE_SECRET = "Heron-5120"
@@ -41,27 +39,6 @@ def staff_client(make_user, name, *permissions):
     client = Client()
     client.force_login(person)
     return person, client
-
-
-def crawl(client, start="/admin/", limit=400):
-    """Fetch every admin page reachable by links from `start`; return {url: response}."""
-    seen, queue, responses = set(), [start], {}
-    while queue and len(seen) < limit:
-        url = queue.pop(0)
-        if url in seen:
-            continue
-        seen.add(url)
-        response = client.get(url)
-        responses[url] = response
-        if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
-            continue
-        for href in re.findall(r'href="([^"#]+)"', response.content.decode()):
-            href = unescape(href)
-            if href.startswith("?"):
-                href = url.split("?")[0] + href
-            if href.startswith("/admin/") and "logout" not in href and href not in seen:
-                queue.append(href)
-    return responses
 
 
 def leaks(responses):
