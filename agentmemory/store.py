@@ -233,7 +233,7 @@ def commit_operations(
             with _lock_wait(config.commit_lock_timeout), transaction.atomic():
                 result = _commit_once(
                     user_id=user_id, operations=operations, cancelled=cancelled, limits=limits,
-                    precondition=precondition,
+                    precondition=precondition, require_active=actor == Actor.AGENT,
                 )
                 current, updated = result
                 changed = changed_targets(current, updated)
@@ -272,14 +272,18 @@ def _lock_wait(seconds: float):
     return bounded_wait(seconds) if connection.vendor == "sqlite" else nullcontext()
 
 
-def _commit_once(*, user_id, operations, cancelled, limits, precondition=None) -> tuple[Snapshot, Snapshot]:
+def _commit_once(
+    *, user_id, operations, cancelled, limits, precondition=None, require_active=False
+) -> tuple[Snapshot, Snapshot]:
     if cancelled():
         raise CommitCancelled()
     sql = _statements()
     with connection.cursor() as cursor:
         if sql.set_lock_timeout:
             cursor.execute(sql.set_lock_timeout, [f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"])
-        owner = _lock_owner(cursor, sql, user_id, require_active=True)
+        # Only the agent's commit needs a live account; staff, the system and
+        # the readiness probe may still write for a deactivated one.
+        owner = _lock_owner(cursor, sql, user_id, require_active=require_active)
         cursor.execute(sql.select_rows, [owner])
         rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
         current = _state_from_rows(list(rows.values())).snapshot

@@ -646,3 +646,15 @@ def test_migration_applies_and_reverses():
     assert store.load_snapshot(user_id=user.pk) == Snapshot(memory=("fact",))
     with pytest.raises(IntegrityError), transaction.atomic():
         MemoryDocument.objects.create(user=user, memory_type="user", content="")
+
+
+def test_an_agent_commit_for_a_deactivated_account_is_refused_under_the_lock(make_user):
+    from agentmemory.models import Actor
+
+    person = make_user("dana", is_active=False)
+    with pytest.raises(store.InactiveUser):
+        store.commit_operations(user_id=person.pk, operations=[add("fact")], actor=Actor.AGENT)
+    assert store.load_snapshot(user_id=person.pk) == Snapshot()
+    # Staff and the system may still write (and erase) for a deactivated account.
+    store.commit_operations(user_id=person.pk, operations=[add("fact")], actor=Actor.SYSTEM)
+    assert store.load_snapshot(user_id=person.pk) == Snapshot(memory=("fact",))
