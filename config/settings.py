@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "servestatic",
     "agentmemory",
     "chat",
 ]
@@ -52,7 +53,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -184,11 +185,22 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
-# WhiteNoise serves from the app and project static directories in both DEBUG
-# modes (indexed once at start-up when DEBUG is off), so a server with
-# DEBUG=0 has its CSS and JS without a collectstatic step.
-WHITENOISE_USE_FINDERS = True
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+# ServeStatic (WhiteNoise's ASGI-native successor) serves the static files from
+# daphne. `collectstatic`, run once per release in the documented deployment,
+# writes content-hashed, gzip-compressed copies and a manifest to STATIC_ROOT;
+# with DEBUG off and that manifest present they are what is served (hashed
+# names cached for a year). Without it (`make run`, the tests, a server started
+# before the release step) the files come from the app and project static
+# directories under their plain names (config/staticfiles.py), STATIC_ROOT is
+# not read, and nothing warns about a missing staticfiles/ directory.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "config.staticfiles.StaticStorage"},
+}
+STATIC_COLLECTED = not DEBUG and (STATIC_ROOT / "staticfiles.json").is_file()
+SERVESTATIC_USE_MANIFEST = STATIC_COLLECTED
+SERVESTATIC_USE_FINDERS = not STATIC_COLLECTED
 
 # The largest request body, in bytes: refused at the ASGI edge (config/parsers.py
 # BodyLimit) before Django reads it, and again by the API's JSON parser.

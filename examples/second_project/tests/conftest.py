@@ -1,0 +1,14 @@
+import inspect
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+
+@pytest.fixture(autouse=True)
+async def close_thread_connections(request):
+    """After an async test, close what its sync_to_async calls opened, so the
+    test database (PostgreSQL) can be dropped at the end of the run."""
+    yield
+    if inspect.iscoroutinefunction(request.function):
+        await sync_to_async(connections.close_all, thread_sensitive=True)()
