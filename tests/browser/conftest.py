@@ -176,8 +176,11 @@ def new_context(browser, live_server_url):
     """Return a factory of browser contexts: one per person, like separate browsers."""
     contexts = []
 
-    def make():
-        context = browser.new_context(base_url=live_server_url, viewport={"width": 1200, "height": 820})
+    def make(**options):
+        # Options go to Playwright's new_context: a phone's viewport, or
+        # bypass_csp=True where a test injects axe-core into the page.
+        settings_ = {"viewport": {"width": 1200, "height": 820}, **options}
+        context = browser.new_context(base_url=live_server_url, **settings_)
         context.set_default_timeout(10_000)
         context.add_init_script(OBSERVE_SOCKETS)
         contexts.append(context)
