@@ -1,0 +1,93 @@
+"""agentmemory is a reusable app: it depends on nothing of this project.
+
+Every module of agentmemory/ is parsed (not imported) and each import
+statement checked, wherever it stands (module level, inside a function, under
+TYPE_CHECKING): none may reach `chat`, `config` or `tests`, nor name them as a
+dotted path for a later import (`import_string("chat.x")`). Its templates
+extend and include only templates that agentmemory or Django's admin ships,
+and reverse only its own and the admin's URL names, so the memory page renders
+in a project that has neither our templates nor our URLs.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "agentmemory"
+PROJECT_PACKAGES = ("chat", "config", "tests")
+
+
+def modules() -> list[Path]:
+    found = sorted(APP.rglob("*.py"))
+    assert len(found) > 20, "agentmemory's modules were not found"
+    return found
+
+
+def imported_names(tree: ast.AST, module: str) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve inside the package
+                base = module.split(".")[: -node.level]
+                names.append(".".join(base + ([node.module] if node.module else [])))
+            else:
+                names.append(node.module or "")
+    return names
+
+
+def reaches_project(name: str) -> bool:
+    return name.split(".")[0] in PROJECT_PACKAGES
+
+
+def test_agentmemory_imports_nothing_from_chat_config_or_tests():
+    offenders = []
+    for path in modules():
+        module = ".".join(path.relative_to(APP.parent).with_suffix("").parts)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        offenders += [f"{path.relative_to(APP.parent)}: import {name}"
+                      for name in imported_names(tree, module) if reaches_project(name)]
+        offenders += [
+            f"{path.relative_to(APP.parent)}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and re.fullmatch(r"(chat|config|tests)(\.[A-Za-z_]\w*)+", node.value)
+        ]
+    assert offenders == []
+
+
+def test_relative_imports_stay_inside_agentmemory():
+    for path in modules():
+        package_depth = len(path.relative_to(APP.parent).parts) - 1  # agentmemory/x.py: 1
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level <= package_depth, f"{path}:{node.lineno}: a relative import leaves agentmemory"
+
+
+def test_the_checker_catches_an_import_of_the_project():
+    tree = ast.parse("import chat.agent\nfrom config import settings\nfrom ..chat import x\n")
+    names = imported_names(tree, "agentmemory.sub.module")
+    assert [name for name in names if reaches_project(name)] == ["chat.agent", "config"]
+
+
+COMMENT = re.compile(r"{%\s*comment\s*%}.*?{%\s*endcomment\s*%}|{#.*?#}", re.S)
+TEMPLATE_REF = re.compile(r"{%\s*(extends|include)\s+['\"]([^'\"]+)['\"]")
+URL_NAME = re.compile(r"{%\s*url\s+['\"]([^'\"]+)['\"]")
+
+
+def test_templates_use_only_agentmemory_and_admin_templates_and_urls():
+    templates = APP / "templates"
+    shipped = {path.relative_to(templates).as_posix() for path in templates.rglob("*.html")}
+    assert "agentmemory/base.html" in shipped
+    problems = []
+    for path in templates.rglob("*.html"):
+        text = COMMENT.sub("", path.read_text())
+        for _, name in TEMPLATE_REF.findall(text):
+            if name not in shipped and not name.startswith("admin/"):
+                problems.append(f"{path.relative_to(templates)} uses {name}")
+        for name in URL_NAME.findall(text):
+            if name.split(":")[0] not in ("agentmemory", "admin"):
+                problems.append(f"{path.relative_to(templates)} reverses {name}")
+    assert problems == []

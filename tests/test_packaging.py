@@ -1,0 +1,173 @@
+"""agentmemory as an installable app, and a lean runtime.
+
+- `python -m build` makes the django-agentmemory wheel (once per run), with
+  the `agentmemory` package only;
+- a fresh virtual environment (no system site packages) gets that wheel plus
+  the pinned requirements of examples/second_project, and the second
+  project's own tests run there, on SQLite and on PostgreSQL: agentmemory
+  without `chat`, `config`, channels or the OpenTelemetry SDK;
+- a fresh virtual environment with `pip install -r requirements.txt` holds no
+  test tool, and runs the project's checks.
+
+Slow (fresh environments, installs from the package index); marked
+`packaging` so scripts/test.sh runs them once, outside the two database
+passes of the suite. The runtime environment is cached in .cache/packaging/
+under the checksum of requirements.txt; the second project's is always new.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.packaging
+
+ROOT = Path(__file__).resolve().parent.parent
+SECOND_PROJECT = ROOT / "examples" / "second_project"
+CACHE = ROOT / ".cache" / "packaging"
+PG_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+TEST_TOOLS = ("pytest", "playwright", "hypothesis", "schemathesis")
+VERSION = "0.1.0"
+# Variables of this run that must not leak into a child project or environment.
+DROP = ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "PYTHONPATH", "VIRTUAL_ENV", "TEST_DB_NAME", "PYTHONHOME")
+
+
+def run(command: list, *, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(part) for part in command], capture_output=True, text=True, timeout=timeout, **kwargs)
+    assert result.returncode == 0, f"{' '.join(map(str, command))} exited {result.returncode}:\n" + (
+        result.stdout[-6000:] + result.stderr[-6000:])
+    return result
+
+
+def child_env(**extra: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if key not in DROP}
+    return {**env, **extra}
+
+
+def fresh_venv(path: Path, *pip_args: str) -> Path:
+    """A new virtual environment (never --system-site-packages) with `pip install *pip_args`."""
+    run([sys.executable, "-m", "venv", path])
+    python = path / "bin" / "python"
+    run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *pip_args], env=child_env())
+    return python
+
+
+def installed(python: Path) -> set[str]:
+    listing = run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], env=child_env())
+    return {entry["name"].lower().replace("_", "-") for entry in json.loads(listing.stdout)}
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """Build the wheel from a copy of the sources (no egg-info or build/ left in the checkout)."""
+    source = tmp_path_factory.mktemp("source")
+    shutil.copy(ROOT / "pyproject.toml", source)
+    shutil.copytree(ROOT / "agentmemory", source / "agentmemory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (source / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "integration.md", source / "docs")
+    out = tmp_path_factory.mktemp("dist")
+    started = time.monotonic()
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", out, source], env=child_env())
+    wheels = list(out.glob("django_agentmemory-*.whl"))
+    assert len(wheels) == 1, wheels
+    print(f"wheel built in {time.monotonic() - started:.1f} s: {wheels[0].name}, {wheels[0].stat().st_size} bytes")
+    return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def second_project_python(wheel, tmp_path_factory) -> Path:
+    started = time.monotonic()
+    python = fresh_venv(tmp_path_factory.mktemp("second-venv") / "venv",
+                        str(wheel), "-r", str(SECOND_PROJECT / "requirements.txt"))
+    print(f"second project environment installed in {time.monotonic() - started:.1f} s")
+    return python
+
+
+def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    dist_info = f"django_agentmemory-{VERSION}.dist-info/"
+    assert all(name.startswith(("agentmemory/", dist_info)) for name in names), [
+        name for name in names if not name.startswith(("agentmemory/", dist_info))]
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
+    source = ROOT / "agentmemory"
+    expected = {
+        path.relative_to(ROOT).as_posix()
+        for pattern in ("*.py", "migrations/*.py", "management/**/*.py", "templates/**/*.html", "static/**/*",
+                        "policy/*.md")
+        for path in source.glob(pattern) if path.is_file()
+    }
+    assert expected - set(names) == set()
+    for required in ("agentmemory/migrations/0001_initial.py", "agentmemory/templates/agentmemory/base.html",
+                     "agentmemory/templates/agentmemory/memory_page.html", "agentmemory/static/agentmemory/memory.js",
+                     "agentmemory/management/commands/memory_readiness.py"):
+        assert required in names
+
+    metadata = zipfile.ZipFile(wheel).read(dist_info + "METADATA").decode()
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert f"Version: {VERSION}" in metadata
+    assert "Django<7,>=5.2" in requires
+    assert any(r.startswith("channels") and 'extra == "live"' in r for r in requires)
+    assert any(r.startswith("opentelemetry-sdk") and 'extra == "otel"' in r for r in requires)
+    base = [r for r in requires if "extra ==" not in r]
+    assert not [r for r in base if r.lower().startswith(("channels", "opentelemetry-sdk", "openai", "daphne"))]
+
+
+def run_second_project(python: Path, tmp_path: Path, database_url: str | None) -> str:
+    env = child_env(TEST_DB_NAME=f"second_{os.getpid()}_{uuid.uuid4().hex[:8]}", TEST_DB_DIR=str(tmp_path))
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    # Run from the second project: its directory is on sys.path, this checkout is not.
+    result = run([python, "-m", "pytest", "-q"], cwd=SECOND_PROJECT, env=env, timeout=300)
+    assert " passed" in result.stdout and "failed" not in result.stdout.splitlines()[-1], result.stdout
+    return result.stdout
+
+
+def test_the_second_project_runs_on_the_installed_wheel_with_sqlite(second_project_python, tmp_path):
+    run_second_project(second_project_python, tmp_path, None)
+
+
+def test_the_second_project_runs_on_the_installed_wheel_with_postgresql(second_project_python, tmp_path):
+    reachable = subprocess.run([sys.executable, str(ROOT / "scripts" / "pg_reachable.py"), PG_URL],
+                               capture_output=True, timeout=60).returncode == 0
+    if not reachable:
+        if os.environ.get("REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required but not reachable at {PG_URL}")
+        pytest.skip(f"no PostgreSQL at {PG_URL}")
+    run_second_project(second_project_python, tmp_path, PG_URL)
+
+
+@pytest.fixture(scope="session")
+def runtime_python() -> Path:
+    """A fresh environment with `pip install -r requirements.txt`, cached per requirements.txt."""
+    digest = hashlib.sha256((ROOT / "requirements.txt").read_bytes()).hexdigest()[:16]
+    home = CACHE / f"runtime-{digest}"
+    python = home / "bin" / "python"
+    if not (home / ".complete").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        started = time.monotonic()
+        fresh_venv(home, "-r", str(ROOT / "requirements.txt"))
+        (home / ".complete").write_text(f"installed in {time.monotonic() - started:.1f} s\n")
+        for stale in CACHE.glob("runtime-*"):
+            if stale != home:
+                shutil.rmtree(stale, ignore_errors=True)
+    return python
+
+
+def test_the_runtime_requirements_install_no_test_tool_and_run_the_project(runtime_python):
+    names = installed(runtime_python)
+    tools = sorted(name for name in names if name.startswith(TEST_TOOLS))
+    assert tools == [], f"requirements.txt installs test tools: {tools}"
+    assert {"django", "daphne", "servestatic", "openai"} <= names
+    # The runtime alone runs the project: settings, apps, URLs and the ASGI application load.
+    env = child_env(DJANGO_SETTINGS_MODULE="config.settings", SECRET_KEY="runtime-check", DEBUG="1")
+    run([runtime_python, "manage.py", "check", "--fail-level", "WARNING"], cwd=ROOT, env=env)
+    run([runtime_python, "-c", "import django; django.setup(); import config.asgi"], cwd=ROOT, env=env)
