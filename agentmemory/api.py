@@ -23,7 +23,8 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from . import services
+from . import preferences, services
+from .conf import memory_settings
 from .models import Actor
 from .rules import MemoryValidationError, parse_operations
 from .selectors import export_payload, memory_state, state_payload
@@ -31,6 +32,7 @@ from .serializers import (
     CommitResponseSerializer,
     ExportSerializer,
     MemoryErrorSerializer,
+    MemorySettingsSerializer,
     MemoryStateSerializer,
     OperationBatchSerializer,
 )
@@ -89,14 +91,14 @@ _STATE_EXAMPLE = {
         "user": {
             "title": "USER PROFILE",
             "entries": ["Prefers short code examples.", "Experienced with Python and SQL."],
-            "usage": {"used": 63, "limit": 1375, "percent": 4, "entries": 2, "label": "4% — 63/1,375 chars"},
+            "usage": {"used": 63, "limit": 1375, "percent": 4, "entries": 2, "label": "4% — 63/1,375 chars", "level": "ok"},
             "created_at": "2026-05-04T09:12:44Z",
             "updated_at": "2026-05-06T17:03:10Z",
         },
         "memory": {
             "title": "AGENT MEMORY",
             "entries": ["The project uses Pydantic models at API boundaries."],
-            "usage": {"used": 51, "limit": 2200, "percent": 2, "entries": 1, "label": "2% — 51/2,200 chars"},
+            "usage": {"used": 51, "limit": 2200, "percent": 2, "entries": 1, "label": "2% — 51/2,200 chars", "level": "ok"},
             "created_at": "2026-05-04T09:12:44Z",
             "updated_at": "2026-05-04T09:12:44Z",
         },
@@ -254,3 +256,54 @@ class MemoryExportView(MemoryAPIView):
         response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
         response["Cache-Control"] = "no-store"
         return response
+
+
+SETTINGS_EXAMPLES = [
+    OpenApiExample("Memory on", value={"use_memory": True, "agent_memory_enabled": True}, response_only=True),
+    OpenApiExample("Turn memory off", value={"use_memory": False}, request_only=True),
+]
+
+
+class MemorySettingsView(MemoryAPIView):
+    """Read or change the caller's own memory settings."""
+
+    def _payload(self, request) -> dict:
+        return {"use_memory": preferences.use_memory(user_id=request.user.pk),
+                "agent_memory_enabled": memory_settings().enabled}
+
+    @extend_schema(
+        operation_id="memory_settings_read",
+        tags=["memory"],
+        summary="Read your memory settings",
+        description="Whether your chats use memory (your switch), and whether memory is rolled out at all.",
+        responses={200: MemorySettingsSerializer, 403: NOT_SIGNED_IN_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+        examples=SETTINGS_EXAMPLES,
+    )
+    def get(self, request):
+        return Response(MemorySettingsSerializer(self._payload(request)).data)
+
+    @extend_schema(
+        operation_id="memory_settings_update",
+        tags=["memory"],
+        summary="Turn memory on or off for your chats",
+        description="Off: your chats neither read nor change memory, and a reply being written when you "
+                    "switch saves nothing. What is stored is kept; read, change, export or erase it here. "
+                    "Each change is recorded (without content) in your history.",
+        request=MemorySettingsSerializer,
+        responses={200: MemorySettingsSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+        examples=SETTINGS_EXAMPLES,
+    )
+    def put(self, request):
+        data = request.data
+        if not isinstance(data, dict):
+            return _error("invalid_body", 'Send a JSON object such as {"use_memory": false}.')
+        unknown = sorted(set(data) - {"use_memory", "agent_memory_enabled"})
+        if unknown:
+            return _error("unknown_argument",
+                          f"Unknown field(s) {', '.join(repr(name) for name in unknown)}; only 'use_memory' "
+                          "can be changed.")
+        if not isinstance(data.get("use_memory"), bool):
+            return _error("invalid_use_memory", '"use_memory" is required and must be true or false.')
+        services.set_use_memory(user_id=request.user.pk, use_memory=data["use_memory"], actor=Actor.USER)
+        return Response(MemorySettingsSerializer(self._payload(request)).data)

@@ -66,6 +66,33 @@ class Outcome(models.TextChoices):
     FAILED = "failed", "Failed"
     DISCARDED = "discarded", "Discarded"
     ERASED = "erased", "Erased"
+    # The person's "Use memory in chats" switch (MemoryPreference.use_memory).
+    MEMORY_ON = "memory_on", "Memory turned on"
+    MEMORY_OFF = "memory_off", "Memory turned off"
+
+
+class MemoryPreference(models.Model):
+    """A person's own memory settings; no row means the defaults.
+
+    `use_memory` off: the person's chat turns neither read nor write memory
+    and the tool is not offered; what is stored is kept, visible, editable
+    and erasable. The deployment flag (AGENTMEMORY["ENABLED"]) still wins.
+    Written only under the person's lock (`agentmemory.preferences`), which
+    the agent's commit also takes, so a switch and a commit never cross.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="memory_preference"
+    )
+    use_memory = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "agentmemory_preference"
+        verbose_name = "memory preference"
+
+    def __str__(self):
+        return f"Memory preference of {self.user.get_username()}"
 
 
 class MemoryEvent(models.Model):

@@ -111,14 +111,29 @@ class Applied:
     replaced: tuple[str | None, ...]
 
 
+# Usage levels: a meter turns amber at WARN_PERCENT; at FULL_PERCENT it turns
+# red and the chat's memory-full notice appears.
+WARN_PERCENT = 75
+FULL_PERCENT = 90
+
+
 @dataclass(frozen=True)
 class Usage:
+    """How full one document is; `level` colours every meter and the memory-full notice."""
+
     used: int
     limit: int
 
     @property
     def percent(self) -> int:
         return self.used * 100 // self.limit if self.limit else 100
+
+    @property
+    def level(self) -> str:
+        """"ok" below WARN_PERCENT, "warn" below FULL_PERCENT, else "full" (meters and notices agree)."""
+        if self.percent >= FULL_PERCENT:
+            return "full"
+        return "warn" if self.percent >= WARN_PERCENT else "ok"
 
     def __str__(self) -> str:
         return f"{self.percent}% — {self.used:,}/{self.limit:,} chars"

@@ -28,6 +28,8 @@ class MemoryLedger:
     snapshot: Snapshot
     operations: list[Operation] = field(default_factory=list)
     failed_calls: int = 0
+    # A tool call was refused because the change would not fit (the chat's memory-full notice).
+    capacity_refused: bool = False
 
     @property
     def operations_left(self) -> int:

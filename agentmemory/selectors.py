@@ -13,12 +13,12 @@ from datetime import datetime
 from . import words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
-from .rules import TARGETS, TITLES, Usage, usage
+from .rules import FULL_PERCENT, TARGETS, TITLES, Usage, usage
 from .store import load_state
 
 EXPORT_FORMAT = "agentmemory-export"
 HISTORY_LENGTH = 25
-NEAR_FULL_PERCENT = 90
+NEAR_FULL_PERCENT = FULL_PERCENT
 
 DESCRIPTIONS = {
     "user": "About you: your role, preferences, expertise and how you like answers.",
@@ -111,6 +111,7 @@ def state_payload(state: MemoryState) -> dict:
                     "percent": document.usage.percent,
                     "entries": len(document.entries),
                     "label": str(document.usage),
+                    "level": document.usage.level,
                 },
                 "created_at": document.created_at,
                 "updated_at": document.updated_at,

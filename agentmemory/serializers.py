@@ -32,6 +32,9 @@ class UsageSerializer(serializers.Serializer):
     percent = serializers.IntegerField()
     entries = serializers.IntegerField()
     label = serializers.CharField()
+    level = serializers.ChoiceField(
+        choices=["ok", "warn", "full"], help_text="ok below 75 %, warn below 90 %, full from 90 % (meter colours).",
+    )
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -94,3 +97,17 @@ class ExportSerializer(serializers.Serializer):
     exported_at = serializers.DateTimeField()
     limits = LimitsSerializer()
     documents = ExportDocumentsSerializer()
+
+
+class MemorySettingsSerializer(serializers.Serializer):
+    """The person's own memory settings (`PUT` takes `use_memory`; unknown fields are refused)."""
+
+    use_memory = serializers.BooleanField(
+        help_text="Use memory in chats. Off: chats neither read nor change memory and the assistant is not "
+                  "offered its memory tool; what is stored is kept and stays editable here.",
+    )
+    agent_memory_enabled = serializers.BooleanField(
+        read_only=True,
+        help_text="Whether memory is rolled out on this deployment; when false no chat uses memory, "
+                  "whatever use_memory says.",
+    )

@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
+from . import preferences
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, Outcome
-from .notify import broadcast_memory_changed_sync
+from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
 from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
 from .store import CommitResult, commit_operations, erase
 
@@ -79,6 +80,18 @@ def erase_memory(*, user_id, actor: str, staff=None) -> int:
             _name_staff(user_id=user_id, actor=actor, staff=staff)
     broadcast_memory_changed_sync(user_id, Snapshot(), memory_settings().limits)
     return deleted
+
+
+def set_use_memory(*, user_id, use_memory: bool, actor: str = Actor.USER, staff=None) -> bool:
+    """Turn the person's "Use memory in chats" switch on or off (audited).
+
+    Return True when it changed; every open chat page of the person then
+    hears `memory_settings`. See `agentmemory.preferences`.
+    """
+    changed = preferences.set_use_memory(user_id=user_id, use_memory=use_memory, actor=actor, staff=staff)
+    if changed:
+        broadcast_settings_changed_sync(user_id, use_memory=bool(use_memory))
+    return changed
 
 
 def _name_staff(*, user_id, actor: str, staff) -> None:

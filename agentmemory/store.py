@@ -45,7 +45,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.utils import timezone
 
 from .conf import memory_settings
-from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, Outcome
+from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, MemoryPreference, Outcome
 from .rules import (
     TARGETS,
     MemoryValidationError,
@@ -86,6 +86,10 @@ class UnknownUser(Exception):
 
 class InactiveUser(UnknownUser):
     """The account is deactivated: an agent's commit for it is refused."""
+
+
+class MemoryTurnedOff(Exception):
+    """The person turned memory off (their switch): an agent's commit is refused."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,7 @@ def commit_operations(
             with _lock_wait(config.commit_lock_timeout), transaction.atomic():
                 result = _commit_once(
                     user_id=user_id, operations=operations, cancelled=cancelled, limits=limits,
-                    precondition=precondition, require_active=actor == Actor.AGENT,
+                    precondition=precondition, agent=actor == Actor.AGENT,
                 )
                 current, updated = result
                 changed = changed_targets(current, updated)
@@ -273,7 +277,7 @@ def _lock_wait(seconds: float):
 
 
 def _commit_once(
-    *, user_id, operations, cancelled, limits, precondition=None, require_active=False
+    *, user_id, operations, cancelled, limits, precondition=None, agent=False
 ) -> tuple[Snapshot, Snapshot]:
     if cancelled():
         raise CommitCancelled()
@@ -281,9 +285,10 @@ def _commit_once(
     with connection.cursor() as cursor:
         if sql.set_lock_timeout:
             cursor.execute(sql.set_lock_timeout, [f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"])
-        # Only the agent's commit needs a live account; staff, the system and
-        # the readiness probe may still write for a deactivated one.
-        owner = _lock_owner(cursor, sql, user_id, require_active=require_active)
+        # Only the agent's commit needs a live account with memory switched
+        # on; the person, staff, the system and the readiness probe may still
+        # write for a deactivated account or one with memory off.
+        owner = _lock_owner(cursor, sql, user_id, agent=agent)
         cursor.execute(sql.select_rows, [owner])
         rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
         current = _state_from_rows(list(rows.values())).snapshot
@@ -344,14 +349,19 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
     users, user_pk = names(user_model, user_model._meta.pk.name)
     has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
     active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
+    preferences, preference_user, use_memory = names(MemoryPreference, "user", "use_memory")
     table, pk, user, memory_type, content, version, created, modified = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at"
     )
     event_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
     return _Statements(
-        # The lock query also reads whether the account is active, so a commit
-        # for an account deactivated mid-turn is refused under the lock, at no cost.
-        lock_owner=f"SELECT {active} FROM {users} WHERE {user_pk} = %s" + (" FOR UPDATE" if for_update else ""),
+        # The lock query also reads whether the account is active and whether
+        # the person's memory switch is on (no preference row: on), so an
+        # agent's commit for an account deactivated or switched off mid-turn
+        # is refused under the lock, in the same statement.
+        lock_owner=f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {users} "
+        f"LEFT JOIN {preferences} ON {preferences}.{preference_user} = {users}.{user_pk} "
+        f"WHERE {users}.{user_pk} = %s" + (f" FOR UPDATE OF {users}" if for_update else ""),
         select_rows=f"SELECT {pk}, {memory_type}, {content}, {version} FROM {table} WHERE {user} = %s",
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {created}, {modified}) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -365,20 +375,35 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
     )
 
 
-def _lock_owner(cursor, sql: _Statements, user_id, *, require_active: bool = False):
+def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False):
     """Lock the owner's row in the user table (the per-person write lock).
 
     Return the id as the database stores it; raise UnknownUser if no account
-    has it, and InactiveUser (with `require_active`) if it is deactivated.
+    has it. For the agent's commit (`agent`), raise InactiveUser if the
+    account is deactivated and MemoryTurnedOff if the person switched memory off.
     """
     owner = get_user_model()._meta.pk.get_db_prep_value(user_id, connection)
     cursor.execute(sql.lock_owner, [owner])
     row = cursor.fetchone()
     if row is None:
         raise UnknownUser("No account has this id; memory belongs only to existing accounts.")
-    if require_active and not row[0]:
+    if agent and not row[0]:
         raise InactiveUser("The account is deactivated; its memory takes no new changes.")
+    if agent and row[1] is not None and not row[1]:
+        raise MemoryTurnedOff("The person turned memory off; the assistant's changes are not saved.")
     return owner
+
+
+def lock_person(*, user_id):
+    """Take the person's write lock inside the caller's transaction; return the stored id.
+
+    For writers beside the memory rows (the memory switch) that must queue
+    with commits. Raise UnknownUser if no account has this id.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("lock_person must run inside transaction.atomic()")
+    with connection.cursor() as cursor:
+        return _lock_owner(cursor, _statements(), user_id)
 
 
 def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot) -> None:

@@ -94,6 +94,8 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         applied = stage_batch(ledger, operations, request.limits, accept=_accept)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
+        if getattr(exc, "code", "") == "over_capacity":
+            ledger.capacity_refused = True
         if ledger.failed_calls >= limit:
             return _stop_retrying(limit)
         return _failure(exc, before)

@@ -21,7 +21,16 @@ later (a reply that cannot be stored, a Stop, a disconnect) turns it into
 
 Outcome statuses (the `status` of `MemoryOutcome`): committed,
 nothing_to_commit, unavailable, disabled, discarded, rejected. `code` names
-the reason (content-free); `message` is a plain sentence for the person.
+the reason (content-free); `message` is a plain sentence for the person;
+`memory_full` says the person should review their memory (a change was
+refused for capacity, or a document is at FULL_PERCENT or more).
+
+Memory is off for a turn (status disabled) when the deployment flag is off
+(no code), in a temporary chat (`temporary=True`, code "temporary"), or when
+the person switched it off (`agentmemory.preferences`, code "memory_off",
+read with the memory). A person who switches memory off while a turn runs
+gets nothing saved from that turn: the commit reads the switch under the
+person's lock (discarded, code "switched_off").
 """
 from __future__ import annotations
 
@@ -30,14 +39,14 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import close_old_connections
 
-from . import notify, store
+from . import notify, preferences, store
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
-from .rules import MemoryValidationError, Operation, Snapshot
+from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
 from .scope import MemoryLedger, MemoryRequest, memory_scope
 from .tool import MEMORY_UPDATE_TOOL
 
@@ -80,6 +89,13 @@ CODE_MESSAGES = {
     "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
     "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
     "account_closed": "Your account was closed or deactivated during this reply; nothing was saved.",
+    "memory_off": "Memory is off in your settings: this chat did not use or change it.",
+    "temporary": "Temporary chat: memory was not used or changed, and this chat is not kept.",
+    "switched_off": "Memory was turned off during this reply, so its change was not saved.",
+    "over_capacity": (
+        "The answer stands, but the memory change was not saved: your memory is full. "
+        "Review what it keeps on your memory page."
+    ),
 }
 
 
@@ -92,6 +108,7 @@ class MemoryOutcome:
     changed: tuple[str, ...] = ()
     usage: Mapping | None = None
     code: str = ""
+    memory_full: bool = False
 
     @property
     def message(self) -> str:
@@ -110,6 +127,7 @@ class MemoryOutcome:
             "changed": list(self.changed),
             "usage": dict(self.usage) if self.usage is not None else None,
             "code": self.code,
+            "memory_full": self.memory_full,
         }
 
 
@@ -120,10 +138,17 @@ class MemoryTurn:
     `scope["user"].pk`), never from model output.
     """
 
-    def __init__(self, *, user_id, enabled: bool | None = None, limits: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, *, user_id, enabled: bool | None = None, limits: Mapping[str, int] | None = None,
+        temporary: bool = False,
+    ) -> None:
         config = memory_settings()
         self.user_id = user_id
         self.enabled = config.enabled if enabled is None else enabled
+        # Why memory is off for this turn when it is: "temporary", "memory_off", or "" (the deployment).
+        self.off_code = ""
+        if self.enabled and temporary:
+            self.enabled, self.off_code = False, "temporary"
         self.limits = dict(limits or config.limits)
         self.snapshot: Snapshot | None = None
         self.committed: store.CommitResult | None = None
@@ -139,7 +164,12 @@ class MemoryTurn:
 
     def _read(self) -> Snapshot | None:
         try:
-            return store.load_snapshot(user_id=self.user_id, timeout=memory_settings().read_timeout)
+            # One bounded transaction for the person's switch and their memory.
+            with store.bounded_wait(memory_settings().read_timeout, statement=True):
+                if not preferences.use_memory(user_id=self.user_id):
+                    self.enabled, self.off_code = False, "memory_off"
+                    return None
+                return store.load_snapshot(user_id=self.user_id)
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
             return None
@@ -228,7 +258,7 @@ class MemoryTurn:
         if self._outcome is not None:
             return self._outcome
         if not self.enabled:
-            return self._settle(MemoryOutcome(DISABLED))
+            return self._settle(MemoryOutcome(DISABLED, code=self.off_code))
         if self.snapshot is None:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         operations = self.staged
@@ -252,6 +282,9 @@ class MemoryTurn:
         except store.UnknownUser:
             # Deactivated or deleted while the turn ran: nothing is written.
             return await self.discard(reason="account_closed")
+        except store.MemoryTurnedOff:
+            # The person switched memory off while the turn ran.
+            return await self.discard(reason="switched_off")
         except Exception as exc:
             return self._settle(self._failed(exc, len(operations)))
         return await self._committed(result, len(operations))
@@ -271,15 +304,28 @@ class MemoryTurn:
             ))
             return self._settle(MemoryOutcome(DISCARDED, operation_count=len(operations), code=reason[:40]))
         if not self.enabled:
-            return self._settle(MemoryOutcome(DISABLED))
+            return self._settle(MemoryOutcome(DISABLED, code=self.off_code))
         if self.snapshot is None:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
 
     def _settle(self, outcome: MemoryOutcome) -> MemoryOutcome:
         if self._outcome is None:
-            self._outcome = outcome
+            self._outcome = replace(outcome, memory_full=self._memory_full(outcome))
         return self._outcome
+
+    def _memory_full(self, outcome: MemoryOutcome) -> bool:
+        """True when the person should review their memory: a change did not fit, or it is nearly full."""
+        if not self.enabled:
+            return False
+        refused = outcome.code == "over_capacity" or (self._ledger is not None and self._ledger.capacity_refused)
+        if refused:
+            return True
+        if outcome.usage is not None:
+            return any(document["percent"] >= FULL_PERCENT for document in outcome.usage.values())
+        if self.snapshot is None:
+            return False
+        return any(usage(self.snapshot, target, self.limits).percent >= FULL_PERCENT for target in TARGETS)
 
     def _failed(self, exc: BaseException, count: int) -> MemoryOutcome:
         if isinstance(exc, MemoryValidationError):
@@ -301,11 +347,8 @@ class MemoryTurn:
         ))
         if result.changed:
             announced = await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))
-            if not announced:  # the channel layer failed: say so rather than leave other pages stale
-                self._outcome = outcome = MemoryOutcome(
-                    COMMITTED, operation_count=count, changed=outcome.changed, usage=outcome.usage,
-                    code="not_announced",
-                )
+            if announced is False:  # the channel layer failed: say so rather than leave other pages stale
+                self._outcome = outcome = replace(outcome, code="not_announced")
         return outcome
 
 

@@ -14,4 +14,5 @@ urlpatterns = [
     path("api/memory/", api.MemoryView.as_view(), name="api"),
     path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),
     path("api/memory/export/", api.MemoryExportView.as_view(), name="api-export"),
+    path("api/memory/settings/", api.MemorySettingsView.as_view(), name="api-settings"),
 ]

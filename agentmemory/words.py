@@ -35,6 +35,14 @@ OUTCOMES = {
     "failed": "Not saved",
     "discarded": "Not saved",
     "erased": "Erased",
+    "memory_on": "Setting changed",
+    "memory_off": "Setting changed",
+}
+
+# The switch's events: what changed, in History.
+_SWITCH_CHANGES = {
+    "memory_on": "Turned on “Use memory in chats”",
+    "memory_off": "Turned off “Use memory in chats”: chats neither use nor change memory",
 }
 
 # Past tense when it happened, infinitive when it did not; and the preposition.
@@ -99,6 +107,8 @@ REASONS = {
     "conflict": CODE_MESSAGES["conflict"],
     "database_error": "The database did not answer, so nothing was saved.",
     "memory_busy": CODE_MESSAGES["memory_busy"],
+    "account_closed": CODE_MESSAGES["account_closed"],
+    "switched_off": CODE_MESSAGES["switched_off"],
     "commit_failed": CODE_MESSAGES["commit_failed"],
     "entry_changed": "The entry had changed since the page was loaded, so nothing was saved.",
     "no_match": "The entry to change was no longer there, so nothing was saved.",
@@ -186,12 +196,14 @@ def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str
     """Return what an event changed (or tried to), as one phrase."""
     if outcome == "erased":
         return "Erased everything in your profile and your notes"
+    if outcome in _SWITCH_CHANGES:
+        return _SWITCH_CHANGES[outcome]
     return describe_changes(actions, targets, done=outcome == "committed")
 
 
 def event_reason(outcome: str, error_code: str) -> str:
     """Return why an event did not save, as a sentence; "" when it saved."""
-    if outcome in ("committed", "erased"):
+    if outcome in ("committed", "erased", *_SWITCH_CHANGES):
         return ""
     if error_code:
         if error_code.startswith("threat_"):

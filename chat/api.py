@@ -38,7 +38,7 @@ from .serializers import (
     TurnRequestSerializer,
     TurnResponseSerializer,
 )
-from .turns import ConversationNotFound, TurnFailed, TurnResult, run_eval_turn, run_turn
+from .turns import ConversationNotFound, TemporaryChat, TurnFailed, TurnResult, run_eval_turn, run_turn
 
 FAILURE_STATUS = {"internal_error": 500, "cancelled": 409, "session_ended": 403}
 BUSY_RETRY_SECONDS = 2
@@ -50,8 +50,8 @@ NOT_SIGNED_IN = OpenApiResponse(
 NOT_YOURS = OpenApiResponse(description="No conversation of yours has this id.")
 
 _USAGE_EXAMPLE = {
-    "user": {"used": 564, "limit": 1375, "percent": 41, "entries": 2, "label": "41% — 564/1,375 chars"},
-    "memory": {"used": 616, "limit": 2200, "percent": 28, "entries": 3, "label": "28% — 616/2,200 chars"},
+    "user": {"used": 564, "limit": 1375, "percent": 41, "entries": 2, "label": "41% — 564/1,375 chars", "level": "ok"},
+    "memory": {"used": 616, "limit": 2200, "percent": 28, "entries": 3, "label": "28% — 616/2,200 chars", "level": "ok"},
 }
 TURN_EXAMPLES = [
     OpenApiExample("Start a conversation", value={"content": "remember: the project uses PostgreSQL 15", "conversation_id": None}, request_only=True),
@@ -59,34 +59,34 @@ TURN_EXAMPLES = [
     OpenApiExample(
         "Memory committed",
         value={
-            "turn_id": "4f1c0b6e2a9d4c77b1e0c3a5d6f7e8a9", "conversation_id": 12, "message_id": 87,
+            "turn_id": "4f1c0b6e2a9d4c77b1e0c3a5d6f7e8a9", "conversation_id": 12, "temporary": False, "message_id": 87,
             "reply": "Done: I added that to my notes. It is saved when this reply completes.",
             "model": "gpt-4o-mini",
             "memory": {"status": "committed", "message": "Memory saved.", "operation_count": 1,
-                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": ""},
+                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False},
         },
         response_only=True, status_codes=["200"],
     ),
     OpenApiExample(
         "Memory read failed (the answer still comes)",
         value={
-            "turn_id": "9a8b7c6d5e4f40312a1b2c3d4e5f6a7b", "conversation_id": 12, "message_id": 88,
+            "turn_id": "9a8b7c6d5e4f40312a1b2c3d4e5f6a7b", "conversation_id": 12, "temporary": False, "message_id": 88,
             "reply": "Hello! I could not read your memory this time, so I am answering without it.",
             "model": "gpt-4o-mini",
             "memory": {"status": "unavailable", "message": "Memory could not be read this turn: the answer was "
                        "given without it and nothing was saved.", "operation_count": 0, "changed": [],
-                       "usage": None, "code": ""},
+                       "usage": None, "code": "", "memory_full": False},
         },
         response_only=True, status_codes=["200"],
     ),
     OpenApiExample(
         "Model failed after staging",
         value={
-            "turn_id": "0c1d2e3f4a5b46789c0d1e2f3a4b5c6d", "conversation_id": 12, "code": "model_failed_after_staging",
+            "turn_id": "0c1d2e3f4a5b46789c0d1e2f3a4b5c6d", "conversation_id": 12, "temporary": False, "code": "model_failed_after_staging",
             "detail": "The model failed after proposing a memory change, so nothing was saved and no fallback "
                       "model ran. Send your message again.",
             "memory": {"status": "discarded", "message": "The turn did not complete, so its memory changes were "
-                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": ""},
+                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": "", "memory_full": False},
         },
         response_only=True, status_codes=["502"],
     ),
@@ -97,6 +97,7 @@ def _turn_response(result: TurnResult) -> dict:
     return {
         "turn_id": result.turn_id,
         "conversation_id": result.conversation_id,
+        "temporary": result.temporary_id is not None,
         "message_id": result.message_id,
         "reply": result.reply,
         "model": result.model,
@@ -109,6 +110,7 @@ def _failure_response(failure: TurnFailed) -> Response:
     body = {
         "turn_id": failure.turn_id,
         "conversation_id": failure.conversation_id,
+        "temporary": failure.temporary_id is not None,
         "code": failure.code,
         "detail": failure.message,
         "memory": failure.memory.as_dict(),
@@ -140,7 +142,9 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             "Sends a message, waits for the complete answer and commits any memory change the agent "
             "staged, only after the answer is complete. If the request is cancelled or the client "
             "disconnects first, nothing is committed. `memory.status` is one of committed, "
-            "nothing_to_commit, unavailable, disabled, discarded, rejected."
+            "nothing_to_commit, unavailable, disabled, discarded, rejected. With `temporary: true` the "
+            "turn neither reads nor writes memory and nothing of it is stored (one message, no "
+            "conversation)."
         ),
         request=TurnRequestSerializer,
         responses={
@@ -174,6 +178,7 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
                 content=serializer.validated_data["content"],
                 conversation_id=serializer.validated_data.get("conversation_id"),
                 cancel_event=threading.Event(),
+                temporary=TemporaryChat() if serializer.validated_data.get("temporary") else None,
             )
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from None

@@ -19,6 +19,9 @@ of their `CHAT_MAX_CONCURRENT_TURNS` slots; a refusal is an `error` frame
 with `retry_after` and nothing of the turn is written. Opening a socket past
 `CHAT_MAX_SOCKETS_PER_PERSON` closes the person's oldest one (4429).
 
+A temporary chat lives in this socket only (`TemporaryChat`, at most one per
+socket): its messages are never stored and go when the socket closes.
+
 The socket ends with the session (chat/signals.py): logout, a password
 change, deactivation or deletion sends `session.ended` to the person's group
 and every socket stops its turn and closes with 4401. Before each turn the
@@ -45,7 +48,7 @@ from agentmemory.notify import group_name
 
 from . import budget
 from .frames import Cancel, FrameError, parse_client_frame
-from .turns import TurnError, run_turn
+from .turns import TemporaryChat, TurnError, run_turn
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +70,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     in_group = False
     registered = False
     turn_over = True
+    temporary_chat: TemporaryChat | None = None
     _layer_receive = None
 
     def __init__(self, *args, **kwargs) -> None:
@@ -141,6 +145,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 logger.warning("chat socket left its memory group uncleanly: channel layer error %s",
                                type(exc).__name__)
         await self._stop_turn()
+        self.temporary_chat = None  # a temporary chat ends with its socket
 
     async def _join_group(self, *, quiet: bool = False) -> bool:
         try:
@@ -190,6 +195,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({"type": "error", "code": "turn_in_progress",
                               "message": "A turn is still running; wait for it or send {\"type\": \"cancel\"}."})
             return
+        temporary = None
+        if frame.temporary:
+            temporary = self._temporary_chat(frame.temporary_id)
+            if temporary is None:
+                await self._send({"type": "error", "code": "temporary_chat_gone",
+                                  "message": "This temporary chat has ended (temporary chats end when their page "
+                                             "is closed or reloaded); start a new one."})
+                return
         if not await self._still_signed_in():
             await self.session_ended({})
             return
@@ -198,7 +211,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         self.cancel_event = threading.Event()
         self.turn_over = False
-        self.turn = asyncio.create_task(self._run(frame.content, frame.conversation_id, self.cancel_event, slot))
+        self.turn = asyncio.create_task(
+            self._run(frame.content, frame.conversation_id, self.cancel_event, slot, temporary)
+        )
+
+    def _temporary_chat(self, temporary_id: str | None) -> TemporaryChat | None:
+        """Return the socket's temporary chat to continue, a new one for no id, or None if it is gone."""
+        if temporary_id is None:
+            self.temporary_chat = TemporaryChat()
+            return self.temporary_chat
+        if self.temporary_chat is not None and self.temporary_chat.id == temporary_id:
+            return self.temporary_chat
+        return None
 
     async def _admit(self) -> budget.Slot | None:
         """Take a concurrent-turn slot and spend the rate budget, or send why not and return None."""
@@ -234,11 +258,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         """Group message `memory.changed` from agentmemory.notify."""
         await self._send({"type": "memory_changed", "usage": event.get("usage")})
 
+    async def memory_settings(self, event) -> None:
+        """Group message `memory.settings` from agentmemory.notify: the person's switch changed."""
+        await self._send({"type": "memory_settings", "use_memory": bool(event.get("use_memory"))})
+
     async def _run(self, content: str, conversation_id: int | None, cancel_event: threading.Event,
-                   slot: budget.Slot) -> None:
+                   slot: budget.Slot, temporary: TemporaryChat | None = None) -> None:
         try:
             await run_turn(user=self.user, content=content, conversation_id=conversation_id,
-                           emit=self._send, cancel_event=cancel_event)
+                           emit=self._send, cancel_event=cancel_event, temporary=temporary)
         except TurnError as exc:
             if not hasattr(exc, "failed_frame"):  # failed turns already sent turn_failed
                 await self._send({"type": "error", "code": exc.code, "message": str(exc)})

@@ -2,16 +2,24 @@
 
 Client -> server:
     {"type": "user_message", "content": "...", "conversation_id": null | <id>}
+    {"type": "user_message", "content": "...", "temporary": true, "temporary_id": null | "<id>"}
     {"type": "cancel"}
 
+A temporary chat neither reads nor writes memory and is never stored: its
+messages live only in the socket that holds it (`temporary_id` continues it;
+null starts a new one, replacing the socket's previous temporary chat).
+
 Server -> client (built by chat.turns and chat.consumers):
-    {"type": "turn_started", "turn_id", "conversation_id"}
+    {"type": "turn_started", "turn_id", "conversation_id", "temporary", "temporary_id"}
     {"type": "delta", "turn_id", "text"}            ("reset": true starts a fallback attempt over)
     {"type": "tool", "turn_id", "tool", "status", "operation_count", "message"}   metadata only
     {"type": "turn_completed", "turn_id", "conversation_id", "message": {...}, "memory": {...}}
     {"type": "turn_failed", "turn_id", "conversation_id", "code", "message", "memory": {...}}
     {"type": "error", "code", "message"}              a bad frame; the socket stays open
     {"type": "memory_changed", "usage": {...}}        usage only, on every socket of the person
+    {"type": "memory_settings", "use_memory": bool}   the person switched memory on or off (any page)
+
+turn_completed and turn_failed also carry "temporary" and "temporary_id".
 """
 from __future__ import annotations
 
@@ -28,6 +36,8 @@ ESCAPE_FACTOR = 6
 class UserMessage:
     content: str
     conversation_id: int | None
+    temporary: bool = False
+    temporary_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,22 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
         isinstance(conversation_id, bool) or not isinstance(conversation_id, int) or conversation_id < 1
     ):
         raise FrameError("invalid_conversation_id", "\"conversation_id\" must be null or the id of your conversation.")
-    return UserMessage(content=content, conversation_id=conversation_id)
+    temporary = data.get("temporary", False)
+    if not isinstance(temporary, bool):
+        raise FrameError("invalid_temporary", "\"temporary\" must be true or false.")
+    temporary_id = data.get("temporary_id")
+    if not temporary:
+        if temporary_id is not None:
+            raise FrameError("invalid_temporary_id", "\"temporary_id\" continues a temporary chat; send it with "
+                             "\"temporary\": true.")
+        return UserMessage(content=content, conversation_id=conversation_id)
+    if conversation_id is not None:
+        raise FrameError("invalid_conversation_id", "A temporary chat is never stored, so it has no "
+                         "\"conversation_id\"; send null.")
+    if temporary_id is not None and (not isinstance(temporary_id, str) or not 0 < len(temporary_id) <= 64):
+        raise FrameError("invalid_temporary_id", "\"temporary_id\" must be null (a new temporary chat) or the id "
+                         "the server sent for this chat.")
+    return UserMessage(content=content, conversation_id=None, temporary=True, temporary_id=temporary_id)
 
 
 def _storable(text: str) -> bool:

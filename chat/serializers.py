@@ -27,10 +27,31 @@ class EvalTurnRequestSerializer(serializers.Serializer):
         return value
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false only: "yes", 1 or "false" are refused, not guessed."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class TurnRequestSerializer(EvalTurnRequestSerializer):
     conversation_id = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, help_text="null (or absent) starts a new conversation."
     )
+    temporary = StrictBooleanField(
+        required=False, default=False,
+        help_text="true: a temporary turn that neither reads nor writes memory and is not stored "
+                  "(conversation_id must be null or absent).",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("temporary") and attrs.get("conversation_id") is not None:
+            raise serializers.ValidationError(
+                {"conversation_id": "A temporary turn is never stored, so it has no conversation; send null."}
+            )
+        return attrs
 
 
 class DocumentUsageSerializer(serializers.Serializer):
@@ -39,6 +60,7 @@ class DocumentUsageSerializer(serializers.Serializer):
     percent = serializers.IntegerField()
     entries = serializers.IntegerField()
     label = serializers.CharField()
+    level = serializers.ChoiceField(choices=["ok", "warn", "full"], help_text="ok < 75 %, warn < 90 %, full.")
 
 
 class MemoryUsageSerializer(serializers.Serializer):
@@ -53,11 +75,15 @@ class MemoryOutcomeSerializer(serializers.Serializer):
     changed = serializers.ListField(child=serializers.ChoiceField(choices=["user", "memory"]))
     usage = MemoryUsageSerializer(allow_null=True, help_text="Usage after a commit; null otherwise. Never content.")
     code = serializers.CharField(allow_blank=True)
+    memory_full = serializers.BooleanField(
+        help_text="true when the person should review their memory: a change did not fit, or it is 90 % full.",
+    )
 
 
 class TurnResponseSerializer(serializers.Serializer):
     turn_id = serializers.CharField()
     conversation_id = serializers.IntegerField(allow_null=True)
+    temporary = serializers.BooleanField(help_text="true for a temporary turn: nothing of it was stored.")
     message_id = serializers.IntegerField(allow_null=True)
     reply = serializers.CharField(allow_blank=True)
     model = serializers.CharField()
@@ -72,6 +98,7 @@ class TurnResponseSerializer(serializers.Serializer):
 class TurnFailureSerializer(serializers.Serializer):
     turn_id = serializers.CharField(allow_blank=True)
     conversation_id = serializers.IntegerField(allow_null=True)
+    temporary = serializers.BooleanField()
     code = serializers.CharField()
     detail = serializers.CharField()
     memory = MemoryOutcomeSerializer()

@@ -22,6 +22,11 @@ way. So the transports stay thin and the invariants are tested once:
 - An unreachable database does not stop the answer either: the turn runs
   from this message alone, memory "unavailable", and stores nothing (the
   conversation log is skipped, not queued for later).
+- A temporary chat (`TemporaryChat`, held by the transport) neither reads
+  nor writes memory and never touches the conversation log: its messages
+  live only in the transport's object and go with it.
+- Memory is off for a person who switched it off (`agentmemory.preferences`):
+  the memory turn reads the switch with the memory and offers no tool.
 
 Frames for a live client go through `emit` (turn_started, delta, tool,
 turn_completed, turn_failed); `run_turn` also returns the result or raises
@@ -69,10 +74,27 @@ TITLE_CHARS = 60
 
 # Re-exported for transports and tests: the memory turn owns the outcome words.
 NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
-__all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "run_turn", "run_eval_turn"]
+__all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "TemporaryChat", "run_turn", "run_eval_turn"]
 
 REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+@dataclass
+class TemporaryChat:
+    """A chat that is never stored: its earlier messages live here, in the transport, only.
+
+    The WebSocket consumer keeps at most one per socket; it ends with the
+    socket. `id` is what the client sends back to continue it.
+    """
+
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    history: list[dict] = field(default_factory=list)
+
+    def remember(self, user_content: str, reply: str) -> None:
+        self.history.extend([{"role": Message.Role.USER, "content": user_content},
+                             {"role": Message.Role.ASSISTANT, "content": reply}])
+        del self.history[:-HISTORY_MESSAGES]
 
 
 @dataclass(frozen=True)
@@ -88,12 +110,15 @@ class TurnResult:
     # A plain sentence for the person when something beside memory went wrong
     # after the answer (the reply could not be stored).
     notice: str = ""
+    temporary_id: str | None = None  # set for a temporary chat (never stored)
 
     def completed_frame(self) -> dict:
         return {
             "type": "turn_completed",
             "turn_id": self.turn_id,
             "conversation_id": self.conversation_id,
+            "temporary": self.temporary_id is not None,
+            "temporary_id": self.temporary_id,
             "message": {
                 "id": self.message_id,
                 "role": Message.Role.ASSISTANT,
@@ -129,6 +154,7 @@ class TurnFailed(TurnError):
         self.memory = memory
         self.turn_id = turn_id
         self.conversation_id = conversation_id
+        self.temporary_id: str | None = None
         # The turn's tool calls as metadata (set by the turn), for reports and evals.
         self.tool_events: tuple[ToolEvent, ...] = ()
 
@@ -137,6 +163,8 @@ class TurnFailed(TurnError):
             "type": "turn_failed",
             "turn_id": self.turn_id,
             "conversation_id": self.conversation_id,
+            "temporary": self.temporary_id is not None,
+            "temporary_id": self.temporary_id,
             "code": self.code,
             "message": self.message,
             "memory": self.memory.as_dict(),
@@ -157,21 +185,27 @@ async def run_turn(
     conversation_id: int | None = None,
     emit: Emit | None = None,
     cancel_event: threading.Event | None = None,
+    temporary: TemporaryChat | None = None,
 ) -> TurnResult:
     """Run one turn for an authenticated person; return the answer and memory outcome.
 
+    With `temporary`, the turn continues that temporary chat: no memory, no
+    conversation log (`conversation_id` must be None).
     Raise ConversationNotFound for a conversation that is not theirs,
     TurnFailed when no answer was produced (nothing was committed), and
     re-raise CancelledError after discarding what was staged.
     """
     if not getattr(user, "is_authenticated", False):
         raise PermissionError("run_turn serves signed-in people only; untrusted traffic uses run_eval_turn.")
+    if temporary is not None and conversation_id is not None:
+        raise ValueError("a temporary chat is never stored, so it has no conversation_id")
     turn = _Turn(
         user_id=user.pk,
         content=content,
-        memory=MemoryTurn(user_id=user.pk),
+        memory=MemoryTurn(user_id=user.pk, temporary=temporary is not None),
         emit=_quiet(emit),
         cancel_event=cancel_event or threading.Event(),
+        temporary=temporary,
     )
     return await turn.run(conversation_id)
 
@@ -220,6 +254,11 @@ class _Turn:
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     prepared: _Prepared | None = None
     tool_events: list[ToolEvent] = field(default_factory=list)
+    temporary: TemporaryChat | None = None
+
+    @property
+    def temporary_id(self) -> str | None:
+        return self.temporary.id if self.temporary is not None else None
 
     async def run(self, conversation_id: int | None) -> TurnResult:
         # The turn's span is the parent of its tool and commit spans: the
@@ -255,16 +294,23 @@ class _Turn:
         )
 
     async def _run(self, conversation_id: int | None) -> TurnResult:
-        self.prepared = await _in_thread(
-            _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
-            memory=self.memory,
-        )
+        if self.temporary is not None:  # no memory to read and nothing to log: no database at all
+            self.prepared = _Prepared(
+                conversation_id=None, user_message_id=None, logged=False,
+                history=[*self.temporary.history, {"role": Message.Role.USER, "content": self.content}],
+            )
+        else:
+            self.prepared = await _in_thread(
+                _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
+                memory=self.memory,
+            )
         send = _tagged(self.emit, self.turn_id)
         attempt = None
         try:
             agent = await chat_agent()
             await self.emit({"type": "turn_started", "turn_id": self.turn_id,
-                             "conversation_id": self.prepared.conversation_id})
+                             "conversation_id": self.prepared.conversation_id,
+                             "temporary": self.temporary is not None, "temporary_id": self.temporary_id})
             request_agent = agent.for_request(memory_prompt=self.memory.prompt())
             try:
                 attempt = await _attempts(
@@ -344,10 +390,12 @@ class _Turn:
             except Exception as exc:  # the answer and a commit already made still stand
                 logger.warning("reply not stored in the conversation log: %s", type(exc).__name__)
                 notice = REPLY_NOT_STORED
+        if self.temporary is not None:
+            self.temporary.remember(self.content, reply)
         result = TurnResult(
             turn_id=self.turn_id, conversation_id=self.prepared.conversation_id, reply=reply,
             model=attempt.model, memory=outcome, tool_events=attempt.tool_events,
-            message_id=message_id, created_at=created_at, notice=notice,
+            message_id=message_id, created_at=created_at, notice=notice, temporary_id=self.temporary_id,
         )
         await self.emit(result.completed_frame())
         if cancelled:
@@ -357,6 +405,7 @@ class _Turn:
     async def _fail(self, failure: TurnFailed) -> None:
         failure.turn_id = self.turn_id
         failure.conversation_id = self.prepared.conversation_id
+        failure.temporary_id = self.temporary_id
         failure.tool_events = tuple(self.tool_events)
         if self.prepared.logged:
             try:

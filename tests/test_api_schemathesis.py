@@ -58,6 +58,8 @@ EXPECTED_OPERATIONS = {
     "DELETE /api/conversations/{id}/",
     "GET /api/conversations/{id}/messages/",
     "GET /api/memory/",
+    "GET /api/memory/settings/",
+    "PUT /api/memory/settings/",
     "DELETE /api/memory/",
     "POST /api/memory/operations/",
     "GET /api/memory/export/",

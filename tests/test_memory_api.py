@@ -43,7 +43,7 @@ def test_read_returns_both_documents_with_usage_and_timestamps(api, user):
     assert body["documents"]["memory"]["entries"] == ["Ships weekly.", "Uses Django."]
     memory_usage = body["documents"]["memory"]["usage"]
     assert memory_usage == {"used": len("Ships weekly.\n§\nUses Django."), "limit": 2200, "percent": 1,
-                            "entries": 2, "label": "1% — 28/2,200 chars"}
+                            "entries": 2, "label": "1% — 28/2,200 chars", "level": "ok"}
     assert body["documents"]["memory"]["updated_at"] is not None
     assert body["documents"]["user"]["created_at"] is not None
 
