@@ -185,7 +185,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default="") or BASE_DIR / "staticfiles")
 # ServeStatic (WhiteNoise's ASGI-native successor) serves the static files from
 # daphne. `collectstatic`, run once per release in the documented deployment,
 # writes content-hashed, gzip-compressed copies and a manifest to STATIC_ROOT;
