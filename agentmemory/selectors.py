@@ -145,10 +145,66 @@ def export_payload(state: MemoryState, *, exported_at: datetime) -> dict:
     }
 
 
-def recent_events(*, user_id, limit: int = HISTORY_LENGTH) -> list[HistoryRow]:
-    """Return the newest audit events of one person (metadata only)."""
-    events = MemoryEvent.objects.filter(user_id=user_id).order_by("-created_at", "-id")[:limit]
-    return [
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of a person's History, newest first, with where the others are."""
+
+    rows: tuple[HistoryRow, ...]
+    number: int
+    page_count: int
+    total: int
+
+    @property
+    def has_previous(self) -> bool:
+        """True when there are newer events (a lower page number)."""
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        """True when there are older events (a higher page number)."""
+        return self.number < self.page_count
+
+    @property
+    def previous_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def next_number(self) -> int:
+        return self.number + 1
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+
+def page_number(value) -> int:
+    """Read a `?page=` value: a positive integer, anything else is page 1."""
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return 1
+    return max(1, min(number, 1_000_000))
+
+
+def recent_events(*, user_id, page: int = 1, per_page: int = HISTORY_LENGTH) -> HistoryPage:
+    """Return one page of a person's audit events, newest first (metadata only).
+
+    A page past the last one answers the last page, so an old link still
+    shows History rather than an empty table.
+    """
+    per_page = max(1, per_page)
+    events = MemoryEvent.objects.filter(user_id=user_id)
+    total = events.count()
+    page_count = max(1, -(-total // per_page))
+    number = min(max(1, page), page_count)
+    start = (number - 1) * per_page
+    chosen = events.order_by("-created_at", "-id")[start:start + per_page]
+    rows = tuple(
         HistoryRow(
             created_at=event.created_at,
             actor=words.actor_name(event.actor),
@@ -158,6 +214,6 @@ def recent_events(*, user_id, limit: int = HISTORY_LENGTH) -> list[HistoryRow]:
             memory_characters=event.memory_characters,
             reason=words.event_reason(event.outcome, event.error_code),
         )
-        for event in events
-    ]
-
+        for event in chosen
+    )
+    return HistoryPage(rows=rows, number=number, page_count=page_count, total=total)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("memory/correct/", views.correct_entry, name="correct"),
     path("memory/remove/", views.remove_entry, name="remove"),
     path("memory/erase/", views.erase, name="erase"),
+    path("memory/settings/", views.memory_switch, name="settings"),
     path("memory/export/", views.export, name="export"),
     path("api/memory/", api.MemoryView.as_view(), name="api"),
     path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),

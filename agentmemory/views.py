@@ -19,24 +19,26 @@ entry, escaped, and can remove it.
 from __future__ import annotations
 
 import logging
+from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import services, threats, words
+from . import preferences, services, threats, words
 from .api import MemoryWriteThrottle
 from .conf import memory_settings
-from .forms import AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
+from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
-from .rules import MemoryValidationError, normalize_text
-from .selectors import export_payload, memory_state, recent_events
+from .rules import TARGETS, MemoryValidationError, normalize_text
+from .selectors import export_payload, memory_state, page_number, recent_events
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable
 
@@ -46,20 +48,62 @@ UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
 NOT_SAVED = "The change could not be saved because the database did not answer. Try again in a minute."
 
 
+# What a failed form post leaves for the page it redirects to (Post/Redirect/Get):
+# the sentence, where it belongs and the person's own draft, popped on the next
+# view of the page. It lives in the person's server-side session only.
+FLASH_KEY = "agentmemory.page_flash"
+
+
+def form_post(view):
+    """A form's POST target: POST only; a GET (a bookmark, a reload) goes to the page.
+
+    Opening /memory/add/ directly used to answer 405; now it is the page.
+    """
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method in ("GET", "HEAD"):
+            return redirect("agentmemory:page")
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        return view(request, *args, **kwargs)
+
+    return login_required(wrapper)
+
+
+def wants_json(request: HttpRequest) -> bool:
+    """True when the page's script posts the form and asks for JSON instead of a redirect."""
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def memory_page(request: HttpRequest) -> HttpResponse:
-    return _render_page(request)
+    flash = request.session.pop(FLASH_KEY, None) or {}
+    entry_errors, add_errors, drafts = {}, {}, {}
+    error = flash.get("error")
+    if isinstance(error, dict):
+        key = tuple(error.get("key") or ())
+        message = str(error.get("message", ""))
+        if key[:1] == ("add",) and len(key) == 2:
+            add_errors[key[1]] = message
+        elif key[:1] == ("entry",) and len(key) == 3:
+            entry_errors[key] = message
+        if "draft" in error and key:
+            drafts[key] = str(error["draft"])
+    return _render_page(
+        request, entry_errors=entry_errors, add_errors=add_errors, drafts=drafts,
+        page_error=str(flash.get("page_error", "")),
+    )
 
 
-@login_required
-@require_POST
+@form_post
 def add_entry(request: HttpRequest) -> HttpResponse:
     form = AddEntryForm(request.POST)
     target = request.POST.get("target", "")
+    key = ("add", target)
     if not form.is_valid():
-        return _render_page(request, add_errors={target: first_error(form)},
-                            drafts={("add", target): request.POST.get("content", "")}, status=400)
+        return _failed(request, first_error(form), status=400, key=key, draft=request.POST.get("content", ""))
     target = form.cleaned_data["target"]
     return _change(
         request,
@@ -71,14 +115,12 @@ def add_entry(request: HttpRequest) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
+@form_post
 def correct_entry(request: HttpRequest) -> HttpResponse:
     form = CorrectEntryForm(request.POST)
     key = ("entry", request.POST.get("target", ""), normalize_text(request.POST.get("entry", "")))
     if not form.is_valid():
-        return _render_page(request, entry_errors={key: first_error(form)},
-                            drafts={key: request.POST.get("content", "")}, status=400)
+        return _failed(request, first_error(form), status=400, key=key, draft=request.POST.get("content", ""))
     data = form.cleaned_data
     return _change(
         request,
@@ -92,13 +134,12 @@ def correct_entry(request: HttpRequest) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
+@form_post
 def remove_entry(request: HttpRequest) -> HttpResponse:
     form = RemoveEntryForm(request.POST)
     key = ("entry", request.POST.get("target", ""), normalize_text(request.POST.get("entry", "")))
     if not form.is_valid():
-        return _render_page(request, entry_errors={key: first_error(form)}, status=400)
+        return _failed(request, first_error(form), status=400, key=key)
     data = form.cleaned_data
     return _change(
         request,
@@ -107,6 +148,40 @@ def remove_entry(request: HttpRequest) -> HttpResponse:
         unchanged="Nothing changed.",
         error_key=key,
     )
+
+
+@form_post
+def memory_switch(request: HttpRequest) -> HttpResponse:
+    """The person's "Use memory in chats" switch, as a form (the API has the same as JSON)."""
+    value = request.POST.get("use_memory", "")
+    if value not in ("0", "1"):
+        return _failed(request, "Choose whether the assistant uses memory: on or off.", status=400)
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429)
+    use_memory = value == "1"
+    try:
+        services.set_use_memory(user_id=request.user.pk, use_memory=use_memory, actor=Actor.USER)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("memory switch change failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503)
+    message = SWITCH_ON if use_memory else SWITCH_OFF
+    if wants_json(request):
+        return JsonResponse({
+            "ok": True, "message": message, "use_memory": use_memory,
+            "agent_memory_enabled": memory_settings().enabled,
+        })
+    messages.success(request, message)
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect("agentmemory:page")
+
+
+SWITCH_ON = "Memory is on: the assistant reads and updates your memory in chats."
+SWITCH_OFF = ("Memory is off: your chats neither read nor change your memory. "
+              "What is stored stays here until you remove it.")
 
 
 @login_required
@@ -120,12 +195,12 @@ def erase(request: HttpRequest) -> HttpResponse:
             state = None
         return render(request, "agentmemory/erase_confirm.html", {"state": state})
     if not _throttle_allows(request):
-        return _render_page(request, page_error=_throttled_message(), status=429)
+        return _failed(request, _throttled_message(), status=429)
     try:
         services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
     except DatabaseError:
         logger.warning("memory erase failed", extra={"user_id": request.user.pk})
-        return _render_page(request, page_error=NOT_SAVED, status=503)
+        return _failed(request, NOT_SAVED, status=503)
     messages.success(request, "Your memory was erased: both documents are now empty.")
     return redirect("agentmemory:page")
 
@@ -153,7 +228,7 @@ def export(request: HttpRequest) -> HttpResponse:
 
 def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, draft: str = "") -> HttpResponse:
     if not _throttle_allows(request):
-        return _render_page(request, page_error=_throttled_message(), status=429)
+        return _failed(request, _throttled_message(), status=429, key=error_key, draft=draft)
     try:
         result = commit()
     except MemoryValidationError as exc:
@@ -161,16 +236,42 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
         # person reads the plain sentence for its code. The draft is shown
         # back only to its author, escaped by the template.
         message = words.rule_message(exc.code, target=exc.target, limits=memory_settings().limits)
-        errors = {error_key: message}
-        drafts = {error_key: draft}
-        if error_key[0] == "add":
-            return _render_page(request, add_errors={error_key[1]: message}, drafts=drafts, status=400)
-        return _render_page(request, entry_errors=errors, drafts=drafts, status=400)
+        return _failed(request, message, status=400, key=error_key, draft=draft)
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory page change failed", extra={"user_id": request.user.pk})
-        return _render_page(request, page_error=NOT_SAVED, status=503)
-    messages.success(request, done if result.changed else unchanged)
+        return _failed(request, NOT_SAVED, status=503, key=error_key, draft=draft)
+    message = done if result.changed else unchanged
+    if wants_json(request):
+        return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message})
+    messages.success(request, message)
     return redirect(reverse("agentmemory:page"))
+
+
+def _failed(request, message: str, *, status: int, key: tuple = (), draft: str | None = None) -> HttpResponse:
+    """Answer a post that changed nothing.
+
+    The page's script gets `{"ok": false, "message": ...}` with the status
+    and shows the sentence beside the field. A plain form post is redirected
+    back to the page (Post/Redirect/Get), which then shows the sentence
+    beside the field with the draft kept, so reloading never posts again.
+    """
+    if wants_json(request):
+        return JsonResponse({"ok": False, "message": message}, status=status)
+    flash: dict = {}
+    if key:
+        error = {"key": list(key), "message": message}
+        if draft is not None:
+            error["draft"] = draft[:MAX_FIELD_CHARS]
+        flash["error"] = error
+    else:
+        flash["page_error"] = message
+    request.session[FLASH_KEY] = flash
+    url = reverse("agentmemory:page")
+    if key[:1] == ("add",) and key[1:2] and key[1] in TARGETS:
+        url += f"#add-{key[1]}"
+    elif key[:1] == ("entry",) and key[1:2] and key[1] in TARGETS:
+        url += f"#document-{key[1]}"
+    return redirect(url)
 
 
 def _throttle_allows(request) -> bool:
@@ -181,6 +282,35 @@ def _throttle_allows(request) -> bool:
 
 def _throttled_message() -> str:
     return "Too many memory changes in a short time; nothing was saved. Wait a minute and try again."
+
+
+# Meter colours, as the label and the chat's usage line say them.
+WARN_PERCENT = 75
+FULL_PERCENT = 90
+
+
+def usage_level(usage) -> str:
+    """"ok" (green) below 75 %, "warn" (amber) below 90 %, else "full" (red)."""
+    level = getattr(usage, "level", None)
+    if level in ("ok", "warn", "full"):
+        return level
+    if usage.percent >= FULL_PERCENT:
+        return "full"
+    return "warn" if usage.percent >= WARN_PERCENT else "ok"
+
+
+def meter_bounds(limit: int) -> dict:
+    """`low`/`high` of a <meter> so the browser's own colours switch where the label's do.
+
+    Chromium paints a value up to `low` as good and up to `high` as
+    average; the percentage is rounded down, so 75 % starts at the first
+    whole character at or above three quarters of the limit.
+    """
+    def edge(percent: int) -> str:
+        first = -(-limit * percent // 100)  # the first count whose percentage reaches `percent`
+        return f"{first - 0.5:g}"
+
+    return {"low": edge(WARN_PERCENT), "high": edge(FULL_PERCENT)}
 
 
 def _blocked_label(entry: str) -> str:
@@ -224,6 +354,8 @@ def _render_page(
                 })
             documents.append({
                 "document": document,
+                "level": usage_level(document.usage),
+                "meter": meter_bounds(document.usage.limit),
                 "entries": entries,
                 "add_error": add_errors.pop(document.target, ""),
                 "add_draft": drafts.get(("add", document.target), ""),
@@ -233,10 +365,20 @@ def _render_page(
     leftover = [*entry_errors.values(), *add_errors.values()]
     if leftover and not page_error:
         page_error = leftover[0]
+    try:
+        use_memory = preferences.use_memory(user_id=request.user.pk)
+    except MemoryUnavailable:
+        use_memory = None  # unknown: the switch is shown without a state
+    history = None
+    if state is not None:
+        history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
     context = {
         "state": state,
         "documents": documents,
-        "events": recent_events(user_id=request.user.pk) if state is not None else [],
+        "events": history or [],
+        "history": history,
         "page_error": page_error,
+        "use_memory": use_memory,
+        "memory_enabled": memory_settings().enabled,
     }
     return render(request, "agentmemory/memory_page.html", context, status=status)

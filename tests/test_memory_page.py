@@ -135,8 +135,8 @@ def test_stale_entry_never_edits_a_longer_entry_that_contains_it(alice_client, u
 
     response = alice_client.post("/memory/remove/", {"target": "user", "entry": "Likes tea"})
 
-    assert response.status_code == 400
-    assert "changed or removed since the page was loaded" in response.content.decode()
+    assert response.status_code == 302
+    assert "changed or removed since the page was loaded" in alice_client.get(response["Location"]).content.decode()
     assert entries_of(user)["user"] == ("Likes tea with milk", "Likes coffee")
     assert MemoryEvent.objects.filter(user=user, actor=Actor.USER).get().error_code == "entry_changed"
 
@@ -147,12 +147,12 @@ def test_validation_error_is_shown_next_to_the_entry_and_keeps_the_draft(alice_c
 
     response = alice_client.post("/memory/correct/", {"target": "user", "entry": "Uses zsh.", "content": draft})
 
-    html = response.content.decode()
+    assert response.status_code == 302 and response["Location"] == "/memory/#document-user"
+    html = alice_client.get(response["Location"]).content.decode()
     block = entry_block(html, "Uses zsh.")
-    assert response.status_code == 400
     assert "Save each fact as its own entry." in block
     assert "Operation" not in block and "delimiter_in_entry" not in block
-    assert "Uses emacs." in block and "<details open>" in block
+    assert "Uses emacs." in block and re.search(r'<details id="correct-user-2-details" open>', block)
     assert "own entry" not in entry_block(html, "Uses vim.")
     assert entries_of(user)["user"] == ("Uses vim.", "Uses zsh.")
 
@@ -160,9 +160,9 @@ def test_validation_error_is_shown_next_to_the_entry_and_keeps_the_draft(alice_c
 def test_over_capacity_add_error_is_shown_next_to_the_add_form(alice_client, user):
     response = alice_client.post("/memory/add/", {"target": "user", "content": "x" * 1400})
 
-    html = response.content.decode()
+    assert response.status_code == 302 and response["Location"] == "/memory/#add-user"
+    html = alice_client.get(response["Location"]).content.decode()
     add_form = re.search(r'<form method="post" action="/memory/add/".*?</form>', html, flags=re.S).group(0)
-    assert response.status_code == 400
     assert "over its limit of 1,375" in add_form
     assert entries_of(user)["user"] == ()
 
@@ -276,10 +276,14 @@ def test_page_still_shows_corrects_and_erases_with_memory_switched_off(alice_cli
 def test_page_writes_share_the_memory_writes_budget(alice_client, user, monkeypatch):
     monkeypatch.setattr(MemoryWriteThrottle, "THROTTLE_RATES", {"memory_writes": "2/min"})
 
-    statuses = [alice_client.post("/memory/add/", {"target": "user", "content": f"Fact {n}."}).status_code
+    statuses = [alice_client.post("/memory/add/", {"target": "user", "content": f"Fact {n}."},
+                                  HTTP_ACCEPT="application/json").status_code
                 for n in range(3)]
+    plain = alice_client.post("/memory/add/", {"target": "user", "content": "Fact 3."}, follow=True)
 
-    assert statuses == [302, 302, 429]
+    assert statuses == [200, 200, 429]
+    assert plain.redirect_chain == [("/memory/#add-user", 302)]
+    assert "Too many memory changes in a short time" in plain.content.decode()
     assert entries_of(user)["user"] == ("Fact 0.", "Fact 1.")
     assert alice_client.get("/memory/").status_code == 200
 
@@ -339,3 +343,136 @@ def _wait_for_lock_waiters(cursor, count: int, timeout: float = 20.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"expected {count} writers waiting on the person's lock")
+
+
+# --- Post/Redirect/Get, JSON answers for the page's script, History pages ---------
+
+
+@pytest.mark.parametrize("path", ["/memory/add/", "/memory/correct/", "/memory/remove/", "/memory/settings/"])
+def test_opening_a_form_address_directly_goes_to_the_page(alice_client, path):
+    response = alice_client.get(path)
+
+    assert response.status_code == 302 and response["Location"] == "/memory/"
+    assert alice_client.head(path).status_code == 302
+    assert alice_client.put(path).status_code == 405
+
+
+def test_a_failed_plain_post_shows_its_error_once_and_keeps_the_draft(alice_client, user):
+    response = alice_client.post("/memory/add/", {"target": "memory", "content": "x" * 2300})
+
+    assert response.status_code == 302
+    shown = alice_client.get("/memory/").content.decode()
+    add_form = re.search(r'<form method="post" action="/memory/add/" class="memory-add" '
+                         r'data-error-slot="add-memory-error">.*?</form>', shown, flags=re.S).group(0)
+    assert "over its limit of 2,200" in add_form
+    assert 'aria-invalid="true"' in add_form and "x" * 2300 in add_form
+    # A reload shows the page as it is: no error, no draft, no resend prompt.
+    again = alice_client.get("/memory/").content.decode()
+    assert "over its limit of 2,200" not in again and "x" * 2300 not in again
+
+
+def test_the_script_gets_json_for_success_and_for_an_error(alice_client, user):
+    seed(user, user_entries=["Uses vim."])
+
+    added = alice_client.post("/memory/add/", {"target": "user", "content": "Likes tea."},
+                              HTTP_ACCEPT="application/json")
+    refused = alice_client.post("/memory/correct/", {
+        "target": "user", "entry": "Uses vim.", "content": "Uses <persistent_memory_data> helix.",
+    }, HTTP_ACCEPT="application/json")
+    stale = alice_client.post("/memory/remove/", {"target": "user", "entry": "Not there."},
+                              HTTP_ACCEPT="application/json")
+    blank = alice_client.post("/memory/add/", {"target": "user", "content": ""}, HTTP_ACCEPT="application/json")
+
+    assert (added.status_code, added.json()) == (200, {"ok": True, "changed": True, "message": "Added."})
+    assert refused.status_code == 400 and refused.json() == {
+        "ok": False, "message": "The text has a tag that only the assistant's memory block may use. Remove the tag."}
+    assert stale.status_code == 400 and "changed or removed since the page was loaded" in stale.json()["message"]
+    assert blank.status_code == 400 and blank.json()["message"] == "Write the fact itself before saving."
+    assert entries_of(user)["user"] == ("Uses vim.", "Likes tea.")
+    # JSON answers leave nothing behind for the next page view.
+    assert 'role="alert"' not in alice_client.get("/memory/").content.decode()
+
+
+def test_meters_and_labels_share_one_colour_by_level(alice_client, user):
+    # 1,375-character profile: 75 % starts at 1,032 characters, 90 % at 1,238.
+    seed(user, user_entries=["a" * 1031], memory_entries=["b" * 1980])
+
+    html = alice_client.get("/memory/").content.decode()
+
+    profile = re.search(r'<div class="memory-usage level-(\w+)" data-usage="user">(.*?)</div>', html, re.S)
+    notes = re.search(r'<div class="memory-usage level-(\w+)" data-usage="memory">(.*?)</div>', html, re.S)
+    assert profile.group(1) == "ok" and notes.group(1) == "full"
+    assert 'meter class="level-ok"' in profile.group(2) and 'usage-label level-ok' in profile.group(2)
+    assert 'meter class="level-full"' in notes.group(2) and 'usage-label level-full' in notes.group(2)
+    # The browser's own meter colours switch where the label's do.
+    assert 'low="1031.5" high="1237.5"' in profile.group(2)
+    assert 'low="1649.5" high="1979.5"' in notes.group(2)
+
+
+def test_history_pages_through_every_event(alice_client, user):
+    for number in range(30):
+        seed(user, user_entries=[f"Fact {number}."])
+
+    first = alice_client.get("/memory/").content.decode()
+    second = alice_client.get("/memory/?page=2").content.decode()
+    beyond = alice_client.get("/memory/?page=99").content.decode()
+    junk = alice_client.get("/memory/?page=abc").content.decode()
+
+    def rows(html):
+        return html.split('class="history-table"')[1].split("</table>")[0].count("<tr>") - 1
+
+    assert rows(first) == 25 and rows(second) == 5
+    assert 'href="?page=2#history" rel="next"' in first and 'rel="prev"' not in first
+    assert 'href="?page=1#history" rel="prev"' in second and 'rel="next"' not in second
+    assert "Page 2 of 2" in second and 'aria-label="History pages"' in second
+    assert rows(beyond) == 5 and rows(junk) == 25
+
+
+def test_history_selector_pages(user):
+    from agentmemory.selectors import recent_events
+
+    for number in range(7):
+        seed(user, memory_entries=[f"Note {number}."])
+
+    page = recent_events(user_id=user.pk, page=2, per_page=3)
+    last = recent_events(user_id=user.pk, page=5, per_page=3)
+    empty = recent_events(user_id=user.pk + 1000)
+
+    assert (len(page), page.number, page.page_count, page.total) == (3, 2, 3, 7)
+    assert page.has_previous and page.has_next
+    assert (len(last), last.number, last.has_next) == (1, 3, False)
+    assert (len(empty), empty.number, empty.page_count, bool(empty)) == (0, 1, 1, False)
+
+
+@override_settings(AGENTMEMORY={"ENABLED": False})
+def test_with_the_deployment_flag_off_neither_page_offers_the_switch(alice_client, user):
+    memory_page = alice_client.get("/memory/").content.decode()
+    chat_page = alice_client.get("/").content.decode()
+
+    assert 'id="use-memory"' not in memory_page and 'action="/memory/settings/"' not in memory_page
+    assert 'id="use-memory"' not in chat_page
+    assert 'id="temporary-toggle"' in chat_page  # a temporary chat is still possible
+
+
+def test_the_switch_form_turns_memory_off_and_redirects_back(alice_client, user):
+    from agentmemory import preferences
+
+    page = alice_client.get("/memory/").content.decode()
+    assert 'role="switch" id="use-memory"' in page and "checked" in page.split('id="use-memory"')[1][:200]
+
+    off = alice_client.post("/memory/settings/", {"use_memory": ["0", "1"][:1]})
+    unsafe = alice_client.post("/memory/settings/", {"use_memory": "1", "next": "https://evil.example/"})
+    back = alice_client.post("/memory/settings/", {"use_memory": "0", "next": "/"})
+    bad = alice_client.post("/memory/settings/", {"use_memory": "maybe"}, HTTP_ACCEPT="application/json")
+    json_on = alice_client.post("/memory/settings/", {"use_memory": ["0", "1"]}, HTTP_ACCEPT="application/json")
+
+    assert (off.status_code, off["Location"]) == (302, "/memory/")
+    assert unsafe["Location"] == "/memory/"
+    assert back["Location"] == "/"
+    assert bad.status_code == 400 and bad.json()["ok"] is False
+    assert json_on.json() == {"ok": True, "message": json_on.json()["message"], "use_memory": True,
+                              "agent_memory_enabled": True}
+    assert preferences.use_memory(user_id=user.pk) is True
+    assert list(MemoryEvent.objects.filter(user=user, outcome__in=["memory_on", "memory_off"])
+                .order_by("id").values_list("outcome", flat=True)) == ["memory_off", "memory_on", "memory_off",
+                                                                       "memory_on"]

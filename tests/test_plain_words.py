@@ -123,10 +123,11 @@ def test_history_says_what_happened_in_plain_words(alice_client, user):
 def test_memory_page_errors_are_plain_sentences(alice_client, user):
     seed(user, user_entries=["Uses vim."])
 
-    over = alice_client.post("/memory/add/", {"target": "user", "content": "x" * 1400}).content.decode()
+    # A failed form post redirects back to the page, which shows the error.
+    over = alice_client.post("/memory/add/", {"target": "user", "content": "x" * 1400}, follow=True).content.decode()
     tag = alice_client.post("/memory/correct/", {
         "target": "user", "entry": "Uses vim.", "content": "Uses <persistent_memory_data> helix.",
-    }).content.decode()
+    }, follow=True).content.decode()
 
     assert "This does not fit: your profile would be over its limit of 1,375 characters." in over
     assert "Remove the tag." in tag

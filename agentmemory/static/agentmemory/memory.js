@@ -1,34 +1,302 @@
-// Keeps the memory page current. When this person's memory commits anywhere
-// (a chat turn, another tab, the API), the chat socket at /ws/chat/ sends
-// {"type": "memory_changed", "usage": {...}}; the page then reloads itself,
-// unless the person is typing or reading an error, in which case it says so.
-// Without a socket (none served, refused, or offline) the page is a plain
-// form page and nothing here gets in the way. Memory text is never written
-// by this script; usage numbers go in with textContent.
+// The memory page, enhanced. Without this script every form is a plain post
+// that comes back to /memory/ with its error beside the field; with it:
+//
+// - Add, Correct, Remove and the "Use memory in chats" switch post the same
+//   form with fetch and `Accept: application/json`. An error appears beside
+//   its field and takes the focus; nothing navigates. A success refreshes the
+//   entries in place and says so in a status line.
+// - When this person's memory commits anywhere (a chat turn, another tab, the
+//   API), the chat socket at /ws/chat/ sends {"type": "memory_changed", ...};
+//   the entries and History are then refreshed in place, keeping the scroll
+//   position and the focus. While the person is typing or reading an error,
+//   the page only offers to refresh.
+//
+// Memory text is never written by this script as markup: messages go in with
+// textContent, and a refresh moves in the server's own escaped page.
 (function () {
   "use strict";
 
   var root = document.getElementById("memory-page");
-  if (!root || typeof window.WebSocket !== "function") {
+  if (!root || typeof window.fetch !== "function" || typeof window.DOMParser !== "function") {
     return;
   }
+  document.documentElement.classList.add("js");
   var socketPath = root.getAttribute("data-socket-path") || "/ws/chat/";
-  var pageUrl = root.getAttribute("data-page-url") || window.location.pathname;
   var live = document.getElementById("memory-live");
   var liveText = document.getElementById("memory-live-text");
+  var status = document.getElementById("memory-status");
   var MAX_ATTEMPTS = 6;
   var attempts = 0;
   var leaving = false;
+  var refreshing = null;
+  var FOCUSABLE = "a[href], button, textarea, input:not([type=hidden]), summary, [tabindex]";
+  var LEVELS = { ok: true, warn: true, full: true };
+  var NOT_SENT = "The change could not be sent. Check your connection and try again.";
+  var NOT_READ = "The change could not be saved. Reload the page and try again.";
+  var SWITCH_STATES = {
+    on: "On: the assistant reads this memory in your chats and may update it.",
+    off: "Off: your chats neither read nor change your memory. What is stored stays here.",
+  };
 
-  document.addEventListener("submit", function () {
-    leaving = true;
-  });
   window.addEventListener("pagehide", function () {
     leaving = true;
   });
 
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function content() {
+    return document.getElementById("memory-content");
+  }
+
+  // --- errors beside the field, and the status line ---------------------------
+
+  function clearFieldError(form) {
+    var slot = document.getElementById(form.getAttribute("data-error-slot") || "");
+    if (slot) slot.replaceChildren();
+    var field = form.querySelector("textarea");
+    if (field) field.removeAttribute("aria-invalid");
+    var entry = form.closest(".memory-entry");
+    if (entry) entry.classList.remove("has-error");
+  }
+
+  function showFieldError(form, message) {
+    var slot = document.getElementById(form.getAttribute("data-error-slot") || "");
+    var line = el("p", "memory-error", message);
+    line.tabIndex = -1;
+    if (slot) {
+      slot.replaceChildren(line);
+    } else {
+      form.appendChild(line);
+    }
+    var field = form.querySelector("textarea");
+    if (field) field.setAttribute("aria-invalid", "true");
+    var entry = form.closest(".memory-entry");
+    if (entry) entry.classList.add("has-error");
+    line.focus();
+  }
+
+  function showStatus(message) {
+    if (!status) return;
+    var list = el("ul", "memory-messages");
+    list.appendChild(el("li", null, message));
+    status.replaceChildren(list);
+  }
+
+  function focusServerError() {
+    // After a plain post's redirect, the error beside its field gets the focus.
+    var error = root.querySelector(".memory-page-error, .memory-field-error .memory-error");
+    if (!error) return;
+    error.tabIndex = -1;
+    error.focus({ preventScroll: true });
+    error.scrollIntoView({ block: "center" });
+  }
+
+  // --- posting the forms ----------------------------------------------------------
+
+  var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch";
+
+  root.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.matches(ENHANCED)) return;
+    event.preventDefault();
+    if (form.getAttribute("aria-busy") === "true") return;
+    form.setAttribute("aria-busy", "true");
+    var body = new FormData(form);
+    fetch(form.action, {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    }).then(function (response) {
+      var type = response.headers.get("Content-Type") || "";
+      if (type.indexOf("application/json") === -1) return { ok: false, message: NOT_READ };
+      return response.json().catch(function () {
+        return { ok: false, message: NOT_READ };
+      });
+    }, function () {
+      return { ok: false, message: NOT_SENT };
+    }).then(function (answer) {
+      form.removeAttribute("aria-busy");
+      if (!answer || !answer.ok) {
+        if (form.matches(".memory-switch")) revertSwitch(form);
+        showFieldError(form, (answer && answer.message) || NOT_READ);
+        return;
+      }
+      clearFieldError(form);
+      if (form.matches(".memory-switch")) {
+        setSwitch(answer.use_memory);
+        showStatus(answer.message);
+        return;
+      }
+      var next = focusAfter(form);
+      if (form.matches(".memory-add")) {
+        var field = form.querySelector("textarea");
+        field.value = "";
+        field.defaultValue = "";
+      }
+      showStatus(answer.message);
+      refresh({ focus: next });
+    });
+  });
+
+  // Where the focus goes after a change: the add box stays; after a
+  // correction or a removal, the entry now in that place, else the add box.
+  function focusAfter(form) {
+    if (form.matches(".memory-add")) {
+      return { id: form.querySelector("textarea").id };
+    }
+    var slot = form.getAttribute("data-error-slot") || "";
+    var match = /^entry-(\w+)-(\d+)-error$/.exec(slot);
+    if (!match) return null;
+    return { summary: "correct-" + match[1] + "-" + match[2] + "-details", id: "add-" + match[1] };
+  }
+
+  // --- the switch ----------------------------------------------------------------
+
+  var switchForm = document.getElementById("memory-switch");
+  var switchBox = document.getElementById("use-memory");
+  var switchState = document.getElementById("use-memory-state");
+
+  function setSwitch(on) {
+    if (!switchBox) return;
+    switchBox.checked = !!on;
+    switchBox.setAttribute("data-saved", on ? "1" : "0");
+    if (switchState) switchState.textContent = on ? SWITCH_STATES.on : SWITCH_STATES.off;
+  }
+
+  function revertSwitch() {
+    if (switchBox) switchBox.checked = switchBox.getAttribute("data-saved") === "1";
+  }
+
+  if (switchForm && switchBox) {
+    switchBox.setAttribute("data-saved", switchBox.checked ? "1" : "0");
+    switchBox.addEventListener("change", function () {
+      switchForm.requestSubmit();
+    });
+  }
+
+  // --- usage ------------------------------------------------------------------------
+
+  function levelOf(numbers) {
+    if (LEVELS[numbers.level]) return numbers.level;
+    if (numbers.percent >= 90) return "full";
+    return numbers.percent >= 75 ? "warn" : "ok";
+  }
+
+  function setLevel(node, level) {
+    if (!node) return;
+    Object.keys(LEVELS).forEach(function (name) {
+      node.classList.toggle("level-" + name, name === level);
+    });
+  }
+
+  function updateUsage(usage) {
+    Object.keys(usage || {}).forEach(function (target) {
+      var numbers = usage[target] || {};
+      if (typeof numbers.used !== "number" || typeof numbers.limit !== "number") return;
+      var label = root.querySelector('[data-usage-label="' + target + '"]');
+      var meter = root.querySelector('[data-usage-meter="' + target + '"]');
+      var level = levelOf(numbers);
+      if (label) {
+        label.textContent = numbers.used.toLocaleString("en-US") + " of " + numbers.limit.toLocaleString("en-US") +
+          " characters (" + numbers.percent + "%)";
+        setLevel(label, level);
+      }
+      if (meter) {
+        meter.value = numbers.used;
+        setLevel(meter, level);
+      }
+      setLevel(root.querySelector('[data-usage="' + target + '"]'), level);
+    });
+  }
+
+  // --- refreshing in place ----------------------------------------------------------
+
+  function focusKey(node) {
+    var area = content();
+    if (!node || node === document.body || !area || !area.contains(node)) return null;
+    if (node.id) return { id: node.id };
+    var anchor = node.parentElement ? node.parentElement.closest("[id]") : null;
+    if (!anchor || !area.contains(anchor)) return null;
+    var index = Array.prototype.indexOf.call(anchor.querySelectorAll(FOCUSABLE), node);
+    return index < 0 ? null : { within: anchor.id, index: index };
+  }
+
+  function restoreFocus(key) {
+    if (!key) return false;
+    var node = null;
+    if (key.summary) {
+      var details = document.getElementById(key.summary);
+      node = details ? details.querySelector("summary") : null;
+    }
+    if (!node && key.within) {
+      var anchor = document.getElementById(key.within);
+      node = anchor ? anchor.querySelectorAll(FOCUSABLE)[key.index] || null : null;
+    }
+    if (!node && key.id) node = document.getElementById(key.id);
+    if (!node) return false;
+    node.focus({ preventScroll: true });
+    return document.activeElement === node;
+  }
+
+  function refresh(options) {
+    options = options || {};
+    if (refreshing) {
+      refreshing.again = refreshing.again || options;
+      return refreshing.promise;
+    }
+    var url = window.location.pathname + window.location.search;
+    var state = { again: null };
+    refreshing = state;
+    state.promise = fetch(url, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    }).then(function (response) {
+      if (!response.ok) throw new Error("not refreshed");
+      return response.text();
+    }).then(function (html) {
+      var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("memory-content");
+      var current = content();
+      if (!fresh || !current) throw new Error("not refreshed");
+      var x = window.scrollX;
+      var y = window.scrollY;
+      var focused = options.focus || focusKey(document.activeElement);
+      var open = Array.prototype.map.call(current.querySelectorAll("details[open]"), function (node) {
+        return node.id;
+      });
+      current.replaceWith(document.importNode(fresh, true));
+      open.forEach(function (id) {
+        var details = id && document.getElementById(id);
+        if (details) details.open = true;
+      });
+      restoreFocus(focused);
+      window.scrollTo(x, y);
+      if (live) live.hidden = true;
+    }).catch(function () {
+      offerReload("Your memory changed. Reload the page to see the current entries.");
+    }).then(function () {
+      refreshing = null;
+      if (state.again) refresh(state.again);
+    });
+    return state.promise;
+  }
+
+  function offerReload(text) {
+    if (live && liveText) {
+      liveText.textContent = text;
+      live.hidden = false;
+    }
+  }
+
+  // --- live updates -------------------------------------------------------------------
+
   function hasUnsavedTyping() {
-    var fields = root.querySelectorAll("textarea");
+    var fields = root.querySelectorAll("#memory-content textarea");
     for (var i = 0; i < fields.length; i += 1) {
       if (fields[i].value !== fields[i].defaultValue) {
         return true;
@@ -38,21 +306,7 @@
   }
 
   function showsError() {
-    return root.querySelector(".memory-error") !== null;
-  }
-
-  function updateUsage(usage) {
-    Object.keys(usage || {}).forEach(function (target) {
-      var numbers = usage[target] || {};
-      var label = root.querySelector('[data-usage-label="' + target + '"]');
-      var meter = root.querySelector('[data-usage-meter="' + target + '"]');
-      if (label && typeof numbers.used === "number" && typeof numbers.limit === "number") {
-        label.textContent = numbers.used.toLocaleString("en-US") + " of " + numbers.limit.toLocaleString("en-US") + " characters (" + numbers.percent + "%)";
-      }
-      if (meter && typeof numbers.used === "number") {
-        meter.value = numbers.used;
-      }
-    });
+    return root.querySelector("#memory-content .memory-error") !== null;
   }
 
   function onMemoryChanged(frame) {
@@ -61,20 +315,15 @@
     }
     updateUsage(frame.usage);
     if (hasUnsavedTyping() || showsError()) {
-      if (live && liveText) {
-        liveText.textContent = "Your memory changed in a chat or another window. " +
-          "Reload to see the current entries (unsaved text here will be lost).";
-        live.hidden = false;
-      }
+      offerReload("Your memory changed in a chat or another window. " +
+        "Reload to see the current entries (unsaved text here will be lost).");
       return;
     }
-    leaving = true;
-    // The page URL, not reload(): after a failed post the address is the
-    // form's, and reloading it would post again.
-    window.location.assign(pageUrl);
+    refresh();
   }
 
   function connect() {
+    if (typeof window.WebSocket !== "function") return;
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     var socket;
     try {
@@ -94,11 +343,13 @@
       }
       if (frame && frame.type === "memory_changed") {
         onMemoryChanged(frame);
+      } else if (frame && frame.type === "memory_settings" && typeof frame.use_memory === "boolean") {
+        setSwitch(frame.use_memory);
       }
     });
     socket.addEventListener("close", function (event) {
-      // 4401: not signed in; retrying cannot help.
-      if (leaving || event.code === 4401 || attempts >= MAX_ATTEMPTS) {
+      // 4401: not signed in; 4429: too many open pages. Retrying cannot help.
+      if (leaving || event.code === 4401 || event.code === 4429 || attempts >= MAX_ATTEMPTS) {
         return;
       }
       attempts += 1;
@@ -106,5 +357,6 @@
     });
   }
 
+  focusServerError();
   connect();
 })();
