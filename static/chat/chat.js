@@ -1,6 +1,11 @@
 // The web chat: one WebSocket for turns, the REST API for history.
 // Messages and memory are untrusted text: everything is written with
 // textContent, never innerHTML.
+//
+// A reply streams into its bubble word by word, but screen readers hear it
+// once: the polite live region #reply-announcer gets the finished text only.
+// A temporary chat (the "Temporary chat" switch) sends "temporary": true
+// with the server's temporary_id; it is not listed and ends with the socket.
 (function () {
   "use strict";
 
@@ -18,11 +23,23 @@
   const connection = document.getElementById("connection");
   const conversationList = document.getElementById("conversation-list");
   const usageLine = document.getElementById("memory-usage");
+  const fullNotice = document.getElementById("memory-full-notice");
+  const announcer = document.getElementById("reply-announcer");
+  const title = document.getElementById("chat-title");
+  const temporaryToggle = document.getElementById("temporary-toggle");
+  const temporaryBanner = document.getElementById("temporary-banner");
+  const memorySwitch = document.getElementById("use-memory");
+  const memoryLink = document.getElementById("memory-link");
+  const settingsUrl = root.dataset.settingsUrl;
+  const memoryUrl = root.dataset.memoryUrl || "/memory/";
 
   let socket = null;
   let retryDelay = 500;
   let conversationId = null;
   let running = null; // {turnId, bubble, body, notes}
+  let temporary = false; // a temporary chat: not kept, no memory
+  let temporaryId = null; // the server's id of the temporary chat, after its first turn
+  let refusedForCapacity = false;
 
   const OUTCOME_LABELS = {
     committed: "Memory saved",
@@ -32,6 +49,7 @@
     discarded: "Memory change discarded",
     rejected: "Memory change not saved",
   };
+  const LEVELS = { ok: true, warn: true, full: true };
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -40,28 +58,70 @@
     return node;
   }
 
+  // The newest message in view: the list scrolls on wide screens; on a phone
+  // the page may scroll too, so the message is brought into the viewport.
   function scrollDown() {
     messages.scrollTop = messages.scrollHeight;
+    const last = messages.lastElementChild;
+    if (!last) return;
+    const box = last.getBoundingClientRect();
+    if (box.bottom > window.innerHeight || box.top < 0) last.scrollIntoView({ block: "nearest" });
   }
 
-  function usageText(usage) {
-    if (!usage) return "";
-    return "Profile " + usage.user.label + " · Notes " + usage.memory.label;
+  function announce(text) {
+    if (!announcer) return;
+    announcer.replaceChildren(el("p", null, text));
+  }
+
+  // --- usage and the memory-full notice --------------------------------------------
+
+  function levelOf(numbers) {
+    if (LEVELS[numbers.level]) return numbers.level;
+    if (numbers.percent >= 90) return "full";
+    return numbers.percent >= 75 ? "warn" : "ok";
   }
 
   function showUsage(usage) {
-    if (!usage) return;
-    usageLine.textContent = "Memory: " + usageText(usage);
+    if (!usage || !usage.user || !usage.memory) return;
+    const parts = [["user", "Profile "], ["memory", "Notes "]].map(function (pair) {
+      const numbers = usage[pair[0]];
+      const part = el("span", "usage-part level-" + levelOf(numbers), pair[1] + numbers.label);
+      part.dataset.usagePart = pair[0];
+      return part;
+    });
+    usageLine.replaceChildren("Memory: ", parts[0], " · ", parts[1]);
     usageLine.hidden = false;
+    updateFullNotice(usage);
+  }
+
+  function updateFullNotice(usage) {
+    if (!fullNotice) return;
+    const full = !!usage && ["user", "memory"].some(function (target) {
+      return usage[target] && levelOf(usage[target]) === "full";
+    });
+    fullNotice.hidden = !(full || refusedForCapacity);
+  }
+
+  function noteCapacity(memory) {
+    if (!memory) return;
+    if (memory.memory_full) {
+      refusedForCapacity = true;
+      if (fullNotice) fullNotice.hidden = false;
+    }
   }
 
   function outcomeLine(memory) {
     if (!memory || !memory.status) return null;
-    const label = OUTCOME_LABELS[memory.status] || memory.status;
+    const label = OUTCOME_LABELS[memory.status] || "Memory";
     // The server's message already says what the label says ("Memory saved."):
-    // show it alone, and the label only when there is none.
+    // show it alone, and the label only when there is none. Codes stay out.
     const line = el("p", "outcome outcome-" + memory.status, memory.message || label + ".");
-    line.title = memory.status;
+    if (memory.status === "committed" && memory.changed && memory.changed.length) {
+      line.append(" ");
+      const link = el("a", null, "See it on your memory page");
+      link.href = memoryUrl + "#document-" + memory.changed[0];
+      line.append(link, ".");
+    }
     return line;
   }
 
@@ -87,6 +147,7 @@
     running = turn;
     stopButton.disabled = !turn;
     sendButton.disabled = !!turn;
+    if (temporaryToggle) temporaryToggle.disabled = !!turn;
   }
 
   // --- the socket ------------------------------------------------------------
@@ -117,6 +178,11 @@
           "The connection dropped before the turn completed; nothing was saved."));
         setRunning(null);
       }
+      if (temporary && temporaryId) {
+        // The server forgets a temporary chat when its socket closes.
+        temporaryId = null;
+        addNotice("The connection dropped, so this temporary chat ended. Your next message starts a new one.");
+      }
       connection.textContent = "Disconnected; reconnecting…";
       connection.className = "connection down";
       setTimeout(connect, retryDelay);
@@ -136,10 +202,16 @@
   function handle(frame) {
     switch (frame.type) {
       case "turn_started": {
-        const isNew = conversationId !== frame.conversation_id;
-        conversationId = frame.conversation_id;
+        let isNew = false;
+        if (frame.temporary) {
+          temporaryId = frame.temporary_id || null;
+        } else {
+          isNew = conversationId !== frame.conversation_id;
+          conversationId = frame.conversation_id;
+        }
         const bubble = addMessage("assistant", "");
         bubble.item.classList.add("pending");
+        bubble.item.setAttribute("aria-busy", "true");
         setRunning({ turnId: frame.turn_id, bubble: bubble.item, body: bubble.body, notes: bubble.notes });
         if (isNew) loadConversations();
         break;
@@ -158,26 +230,50 @@
         if (!running || frame.turn_id !== running.turnId) break;
         running.body.textContent = frame.message.content;
         running.bubble.classList.remove("pending");
+        running.bubble.removeAttribute("aria-busy");
         if (frame.notice) running.notes.appendChild(el("p", "notice", frame.notice));
         appendOutcome(running.notes, frame.memory);
+        noteCapacity(frame.memory);
         showUsage(frame.memory && frame.memory.usage);
+        announce(finishedText(frame.message.content, frame.memory));
         setRunning(null);
+        scrollDown();
         break;
       case "turn_failed":
         if (!running || frame.turn_id !== running.turnId) break;
         running.bubble.classList.remove("pending");
+        running.bubble.removeAttribute("aria-busy");
         running.bubble.classList.add("failed");
         running.notes.appendChild(el("p", "error", frame.message));
         appendOutcome(running.notes, frame.memory);
+        noteCapacity(frame.memory);
+        announce("The reply did not complete. " + (frame.message || ""));
         setRunning(null);
+        scrollDown();
         break;
       case "memory_changed":
+        refusedForCapacity = false;
         showUsage(frame.usage);
         break;
+      case "memory_settings":
+        if (typeof frame.use_memory === "boolean") applySettings({ use_memory: frame.use_memory });
+        break;
       case "error":
+        // A temporary chat the server no longer has (its socket closed): the
+        // next message starts a new one.
+        if (frame.code === "temporary_chat_gone") temporaryId = null;
         addNotice(frame.message);
         break;
     }
+  }
+
+  // What a screen reader hears once a reply is finished: the reply, and what
+  // happened to memory when something did.
+  function finishedText(content, memory) {
+    let text = "Assistant: " + (content || "");
+    const quiet = { nothing_to_commit: true, disabled: true };
+    if (memory && memory.status && !quiet[memory.status] && memory.message) text += " " + memory.message;
+    return text;
   }
 
   function appendOutcome(notes, memory) {
@@ -206,7 +302,12 @@
       return;
     }
     addMessage("user", content);
-    socket.send(JSON.stringify({ type: "user_message", content: content, conversation_id: conversationId }));
+    const frame = { type: "user_message", content: content, conversation_id: temporary ? null : conversationId };
+    if (temporary) {
+      frame.temporary = true;
+      frame.temporary_id = temporaryId;
+    }
+    socket.send(JSON.stringify(frame));
     input.value = "";
     updateCounter();
   });
@@ -289,6 +390,7 @@
 
   function openConversation(id) {
     if (running) return;
+    if (temporary) leaveTemporary();
     api(listUrl + id + "/messages/").then(function (items) {
       conversationId = id;
       messages.replaceChildren();
@@ -319,6 +421,7 @@
 
   function startNew() {
     if (running) return;
+    if (temporary) leaveTemporary();
     conversationId = null;
     messages.replaceChildren();
     loadConversations();
@@ -353,6 +456,90 @@
     });
   }
 
+  // --- temporary chat ------------------------------------------------------------
+
+  function setTemporaryLook(on) {
+    temporary = on;
+    temporaryId = null;
+    if (temporaryToggle) temporaryToggle.checked = on;
+    if (temporaryBanner) temporaryBanner.hidden = !on;
+    if (title) title.textContent = on ? "Temporary chat" : "Chat";
+    root.classList.toggle("is-temporary", on);
+  }
+
+  function enterTemporary() {
+    if (running) return;
+    setTemporaryLook(true);
+    conversationId = null;
+    messages.replaceChildren();
+    conversationList.querySelectorAll("li.current").forEach(function (item) {
+      item.classList.remove("current");
+    });
+    input.focus();
+  }
+
+  function leaveTemporary() {
+    // Only the page forgets it here; the server drops it with the socket.
+    setTemporaryLook(false);
+    messages.replaceChildren();
+  }
+
+  if (temporaryToggle) {
+    temporaryToggle.addEventListener("change", function () {
+      if (running) {
+        temporaryToggle.checked = temporary;
+        return;
+      }
+      if (temporaryToggle.checked) {
+        enterTemporary();
+      } else {
+        startNew();
+      }
+    });
+  }
+
+  // --- the person's "Use memory" switch -------------------------------------------
+
+  function renderMemoryLink(useMemory) {
+    if (!memoryLink) return;
+    const link = el("a", null, useMemory ? "See and correct your memory" : "Your memory page");
+    link.href = memoryUrl;
+    memoryLink.replaceChildren(
+      useMemory ? "The assistant remembers a few facts about you. "
+        : "You turned memory off: your chats neither read nor change it. ",
+      link, ".");
+  }
+
+  function applySettings(settings) {
+    if (!memorySwitch || !settings) return;
+    if (settings.agent_memory_enabled === false) {
+      const row = document.getElementById("use-memory-row");
+      if (row) row.hidden = true;
+      return;
+    }
+    memorySwitch.checked = !!settings.use_memory;
+    root.dataset.useMemory = settings.use_memory ? "1" : "0";
+    renderMemoryLink(!!settings.use_memory);
+  }
+
+  if (memorySwitch && settingsUrl) {
+    memorySwitch.addEventListener("change", function () {
+      const wanted = memorySwitch.checked;
+      memorySwitch.disabled = true;
+      api(settingsUrl, {
+        method: "PUT",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ use_memory: wanted }),
+      }).then(applySettings).catch(function () {
+        memorySwitch.checked = root.dataset.useMemory !== "0";
+        addNotice("The memory setting could not be changed. Try again in a moment.");
+      }).then(function () {
+        memorySwitch.disabled = false;
+      });
+    });
+  }
+
   reopenLatest();
   connect();
+  input.focus();
 })();
