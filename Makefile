@@ -11,7 +11,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-de
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-dev run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model
+.PHONY: install install-dev run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ run: install
 # The whole suite on SQLite, then on PostgreSQL when one is reachable.
 test: install-dev
 	@bash scripts/test.sh
+
+# Screenshots of the chat and the memory page at desktop (1280 px) and phone
+# (390 px) widths, regenerated into docs/screenshots/ (Chromium at
+# /usr/bin/chromium, SQLite, the offline demo model).
+screenshots: install-dev
+	env -u DATABASE_URL UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -m browser tests/browser/test_screenshots.py
 
 # Only the browser tests (Chromium at /usr/bin/chromium), on both databases.
 test-browser: install-dev
