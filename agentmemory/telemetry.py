@@ -328,7 +328,8 @@ def _redact_exception(record: logging.LogRecord) -> None:
 # --- our spans ---------------------------------------------------------------
 
 _COUNT_FIELDS = frozenset(
-    {"operation_count", "user_characters", "memory_characters", "duration_ms", "retry_count", "position"}
+    {"operation_count", "user_characters", "memory_characters", "duration_ms", "retry_count", "position",
+     "result_count"}
 )
 _LABEL_FIELDS = frozenset({"tool", "outcome", "error_code", "actor", "memory_status"})
 _LABEL = re.compile(r"^[a-z0-9_.:-]{1,64}$")

@@ -20,6 +20,13 @@ import openai
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
+from .search import (
+    CONVERSATION_SEARCH_TOOL,
+    MAX_SEARCHES_PER_ATTEMPT,
+    SearchScope,
+    handle_conversation_search,
+)
+from .search import TOOL_NAME as SEARCH_TOOL_NAME
 from .text_calls import TextCallFilter
 
 logger = logging.getLogger(__name__)
@@ -58,15 +65,20 @@ class ToolEvent:
     status: str
     operation_count: int
     code: str = ""
+    result_count: int | None = None  # conversation_search: how many results it returned
 
     def as_metadata(self) -> dict:
         data = {"tool": self.tool, "status": self.status, "operation_count": self.operation_count}
         if self.code:
             data["code"] = self.code
+        if self.result_count is not None:
+            data["result_count"] = self.result_count
         return data
 
     def summary(self) -> str:
         """Return the plain sentence a person sees for this call (never a code)."""
+        if self.tool == SEARCH_TOOL_NAME:
+            return _search_summary(self.status, self.result_count or 0)
         if self.tool != TOOL_NAME:
             return "The assistant asked for a tool that is not available here."
         if self.status == "staged":
@@ -96,16 +108,27 @@ class Agent:
     llm: LLM
     memory_tool: bool
     instructions: str = BASE_INSTRUCTIONS
+    # conversation_search: only the authenticated chat agent may offer it.
+    search_tool: bool = False
 
     @property
     def models(self) -> tuple[str, ...]:
         return self.llm.models
 
-    def for_request(self, *, memory_prompt: str | None) -> RequestAgent:
-        """Return a request-local agent with this turn's compiled prompt."""
+    def for_request(self, *, memory_prompt: str | None, search: SearchScope | None = None) -> RequestAgent:
+        """Return a request-local agent with this turn's compiled prompt.
+
+        `search` (set by the turn from the authenticated person, only while
+        memory is on for the turn) offers conversation_search, on an agent
+        that may offer it.
+        """
         system = self.instructions if memory_prompt is None else f"{self.instructions}\n\n{memory_prompt}"
         tools = (MEMORY_UPDATE_TOOL,) if self.memory_tool and memory_prompt is not None else ()
-        return RequestAgent(agent=self, system_prompt=system, tools=tools)
+        if not (self.search_tool and memory_prompt is not None):
+            search = None
+        if search is not None:
+            tools += (CONVERSATION_SEARCH_TOOL,)
+        return RequestAgent(agent=self, system_prompt=system, tools=tools, search=search)
 
 
 @dataclass(frozen=True)
@@ -113,10 +136,16 @@ class RequestAgent:
     agent: Agent
     system_prompt: str
     tools: tuple[dict, ...] = field(default=())
+    search: SearchScope | None = None  # whose conversations conversation_search reads
 
     @property
     def offers_memory_tool(self) -> bool:
         return any(tool["function"]["name"] == TOOL_NAME for tool in self.tools)
+
+    @property
+    def offers_search_tool(self) -> bool:
+        return self.search is not None and any(
+            tool["function"]["name"] == SEARCH_TOOL_NAME for tool in self.tools)
 
     async def run_attempt(self, *, model: str, history: Sequence[dict], emit: Emit) -> AttemptResult:
         """Run the loop on `model` until it gives a complete answer.
@@ -134,6 +163,7 @@ class RequestAgent:
         events: list[ToolEvent] = []
         offered = bool(self.tools)
         succeeded: set[str] = set()
+        searches = 0
         try:
             for index in range(MAX_MODEL_ROUNDS):
                 tools = offered and index + 1 < MAX_MODEL_ROUNDS
@@ -161,7 +191,13 @@ class RequestAgent:
                 shown.append(reply.text)
                 messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": calls})
                 for call in calls:
-                    event, result = _withdrawn(call) if withdrawn else self._run_tool(call, succeeded)
+                    if withdrawn:
+                        event, result = _withdrawn(call)
+                    elif call["function"]["name"] == SEARCH_TOOL_NAME and self.offers_search_tool:
+                        searches += 1
+                        event, result = await self._run_search(call, searches)
+                    else:
+                        event, result = self._run_tool(call, succeeded)
                     events.append(event)
                     if result.get("status") in WITHDRAW_STATUSES:
                         offered = False
@@ -207,6 +243,21 @@ class RequestAgent:
         ]
         return _Round(text=cleaned, calls=calls, finish_reason=finish_reason)
 
+    async def _run_search(self, call: dict, count: int) -> tuple[ToolEvent, dict]:
+        """Run conversation_search for the turn's person: read-only, never staged."""
+        if count > MAX_SEARCHES_PER_ATTEMPT:
+            reply = {
+                "success": False, "status": "search_limit",
+                "error": f"You already searched {MAX_SEARCHES_PER_ATTEMPT} times in this reply. "
+                "Answer the user now with what you found.",
+            }
+            return ToolEvent(tool=SEARCH_TOOL_NAME, status="search_limit", operation_count=0, result_count=0), reply
+        reply = await handle_conversation_search(call["function"]["arguments"], self.search)
+        return ToolEvent(
+            tool=SEARCH_TOOL_NAME, status=str(reply.get("status", "")), operation_count=0,
+            result_count=int(reply.get("result_count") or 0),
+        ), reply
+
     def _run_tool(self, call: dict, succeeded: set[str]) -> tuple[ToolEvent, dict]:
         name = call["function"]["name"]
         if name != TOOL_NAME or not self.offers_memory_tool:
@@ -241,12 +292,29 @@ class _Round:
 
 
 def _withdrawn(call: dict) -> tuple[ToolEvent, dict]:
+    if call["function"]["name"] == SEARCH_TOOL_NAME:
+        reply = {
+            "success": False, "status": "withdrawn",
+            "error": "conversation_search is not available for the rest of this reply. "
+            "Answer the user in plain text now.",
+        }
+        return ToolEvent(tool=SEARCH_TOOL_NAME, status="withdrawn", operation_count=0, result_count=0), reply
     reply = {
         "success": False, "status": "withdrawn",
         "error": "memory_update is not available for the rest of this reply; nothing was saved. "
         "Answer the user in plain text now.",
     }
     return ToolEvent(tool=TOOL_NAME, status="withdrawn", operation_count=0), reply
+
+
+def _search_summary(status: str, count: int) -> str:
+    """The plain sentence for a conversation_search call (never the query or a result)."""
+    if status == "found":
+        found = "1 result" if count == 1 else f"{count} results"
+        return f"Searched your past conversations: {found}."
+    if status == "none":
+        return "Searched your past conversations: nothing found."
+    return "Could not search your past conversations this time."
 
 
 def _incomplete(finish_reason: str | None) -> ModelError:

@@ -1,7 +1,8 @@
 """The process's two agents, built once, and their disposal at shutdown.
 
 `chat_agent()` serves authenticated people: it registers the memory tool
-only when the rollout flag is on. `memory_free_agent()` serves untrusted
+and conversation search only when the rollout flag is on (a turn offers
+them only while memory is on for it). `memory_free_agent()` serves untrusted
 traffic (the evaluation route): no tool, no memory block, ever. Each is
 built behind an asyncio lock, so two cold requests share one instance and
 one client. The registry keys agents by the flag and the model settings in
@@ -67,7 +68,8 @@ class AgentRegistry:
                 if llm is None:
                     # Building a client loads TLS settings and certificates: off the loop.
                     llm = self._llms[config] = await asyncio.to_thread(build_llm, config)
-                agent = self._agents[key] = Agent(name=kind, llm=llm, memory_tool=memory)
+                # conversation_search rides on memory: the chat agent with the flag on, never memory-free.
+                agent = self._agents[key] = Agent(name=kind, llm=llm, memory_tool=memory, search_tool=memory)
                 self.builds += 1
                 self._hook_shutdown()
         return agent

@@ -12,10 +12,12 @@ What it understands (the last user message; case-insensitive prefixes):
     remember: <fact>             memory_update: add <fact> to "memory"
     forget: <text>               memory_update: remove the entry containing <text>
     correct: <old> => <new>      memory_update: replace the entry containing <old>
+    search: <words>              conversation_search: look for <words> in earlier conversations
     anything else                a short reply showing what the memory block holds
 
 After a tool result it streams a confirmation that reflects that result
-(success with usage, or the tool's error). Two markers exist for showing and
+(success with usage, or the tool's error; for a search, the best result
+quoted as history, or that nothing was found). Two markers exist for showing and
 testing failures: `[[fail]]` answers HTTP 500 on the round after it emitted
 its tool call (so a mutation is staged when the model fails), or at once
 when there is no tool call to make; `[[fail-first]]` answers HTTP 500 from
@@ -42,6 +44,8 @@ from agentmemory.rules import SEPARATOR, TITLES
 FAIL_MARKER = "[[fail]]"
 FAIL_FIRST_MARKER = "[[fail-first]]"
 TOOL_NAME = "memory_update"
+SEARCH_TOOL_NAME = "conversation_search"
+SEARCH_PREFIX = "search:"
 _HEADER = re.compile(r"^(USER PROFILE|AGENT MEMORY) \[.*\]$")
 _TARGET_BY_TITLE = {title: target for target, title in TITLES.items()}
 _WORD = re.compile(r"\S+\s*|\s+")
@@ -104,7 +108,9 @@ class DemoModel:
         tool_results = _tool_results_after_last_user(messages)
         failing = FAIL_MARKER in user_text
         command = parse_command(_strip_markers(user_text), seen)
-        can_call_tool = TOOL_NAME in tool_names and command is not None
+        search = parse_search(_strip_markers(user_text))
+        can_call_tool = (TOOL_NAME in tool_names and command is not None) or (
+            SEARCH_TOOL_NAME in tool_names and search is not None)
 
         if FAIL_FIRST_MARKER in user_text and model == self.primary_model:
             status = 500
@@ -121,9 +127,18 @@ class DemoModel:
         if status != 200:
             return _error(status, "The demo model failed on purpose ([[fail]] marker).")
         if tool_results:
+            if _last_call_name(messages) == SEARCH_TOOL_NAME:
+                return self._stream_text(model, search_answer(tool_results[-1]))
             return self._stream_text(model, confirmation(tool_results[-1], _last_command(messages)))
+        if can_call_tool and search is not None:
+            return self._stream_call(model, SEARCH_TOOL_NAME, json.dumps({"query": search}),
+                                     call_id=f"call_demo_{len(self.calls)}")
         if can_call_tool:
             return self._stream_tool_call(model, command, call_id=f"call_demo_{len(self.calls)}")
+        if search is not None:
+            return self._stream_text(
+                model, "Search is off in this chat, so I can't look through your past conversations."
+            )
         if command is not None:
             return self._stream_text(
                 model, "Memory is off in this chat, so I can't save or change anything. I only see this conversation."
@@ -148,7 +163,9 @@ class DemoModel:
         return _stream_response(events())
 
     def _stream_tool_call(self, model: str, command: Command, *, call_id: str) -> httpx2.Response:
-        arguments = json.dumps({"operations": [command.operation()]})
+        return self._stream_call(model, TOOL_NAME, json.dumps({"operations": [command.operation()]}), call_id=call_id)
+
+    def _stream_call(self, model: str, name: str, arguments: str, *, call_id: str) -> httpx2.Response:
         # Two fragments, as hosted models send them: the client must assemble by index.
         middle = len(arguments) // 2
         first, rest = arguments[:middle], arguments[middle:]
@@ -156,7 +173,7 @@ class DemoModel:
         async def events() -> AsyncIterator[bytes]:
             yield _sse(_chunk(model, {"role": "assistant", "content": None, "tool_calls": [{
                 "index": 0, "id": call_id, "type": "function",
-                "function": {"name": TOOL_NAME, "arguments": first},
+                "function": {"name": name, "arguments": first},
             }]}))
             await self._pause()
             yield _sse(_chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": rest}}]}))
@@ -196,6 +213,15 @@ def parse_command(text: str, seen: SeenMemory | None) -> Command | None:
         content = holders[0].replace(old, new) if len(holders) == 1 else new
         return Command(target, "replace", match=old, content=content)
     return None
+
+
+def parse_search(text: str) -> str | None:
+    """Return the words of a `search: <words>` message, or None."""
+    stripped = text.strip()
+    if not stripped.lower().startswith(SEARCH_PREFIX):
+        return None
+    words = " ".join(stripped[len(SEARCH_PREFIX):].split())[:200]
+    return words or None
 
 
 def _target_holding(text: str, seen: SeenMemory | None) -> str:
@@ -263,6 +289,13 @@ def _last_command(messages: list) -> dict | None:
     return None
 
 
+def _last_call_name(messages: list) -> str:
+    for message in reversed(messages):
+        for call in message.get("tool_calls") or []:
+            return str((call.get("function") or {}).get("name") or "")
+    return ""
+
+
 def _strip_markers(text: str) -> str:
     return text.replace(FAIL_FIRST_MARKER, "").replace(FAIL_MARKER, "").strip()
 
@@ -284,6 +317,20 @@ def confirmation(result: dict, operation: dict | None) -> str:
     usage = (result.get("usage") or {}).get(target, "")
     suffix = f" ({where} will be at {usage})" if usage else ""
     return f"Done: I {did} {where}. It is saved when this reply completes{suffix}."
+
+
+def search_answer(result: dict) -> str:
+    """Return the reply after a conversation_search result: the best hit, quoted, or none."""
+    if not result.get("success"):
+        return "I could not search your past conversations just now."
+    hits = result.get("untrusted_quoted_history") or []
+    if not hits:
+        return "I found nothing about that in your past conversations."
+    best = hits[0]
+    title = best.get("conversation") or "an earlier conversation"
+    match = (best.get("match") or "").replace("**", "")
+    more = f" ({len(hits)} results in all.)" if len(hits) > 1 else ""
+    return f"From your past conversations, \u201c{title}\u201d on {best.get('date', '')}: {match}{more}"
 
 
 def describe_memory(seen: SeenMemory | None) -> str:

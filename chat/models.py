@@ -8,6 +8,7 @@ as context. A message records what memory did during its turn
 counts, statuses), never the tool arguments.
 """
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 
@@ -54,3 +55,25 @@ class Message(models.Model):
 
     def __str__(self):
         return f"{self.role} message {self.pk} in conversation {self.conversation_id}"
+
+
+class MessageSearch(models.Model):
+    """The full-text index of one message on PostgreSQL, for `conversation_search`.
+
+    Written only by the database: triggers on `chat_message` (migration 0002)
+    insert, refresh and delete a message's row, so the index always holds
+    exactly the messages that exist. `document` is `to_tsvector` of the
+    message in CHAT_SEARCH_LANGUAGE (the words' stems and positions, nothing
+    else); `user` is the conversation's owner, copied so that one GIN index
+    over (user, document) answers a person's query without touching anyone
+    else's rows. Deleting a message, a conversation or an account deletes
+    its rows. On SQLite this table stays empty: the FTS5 table
+    `chat_message_fts` plays its part (see chat/search.py).
+    """
+
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = SearchVectorField()
+
+    def __str__(self):
+        return f"Search index of message {self.message_id}"

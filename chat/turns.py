@@ -61,6 +61,7 @@ from agentmemory.turn import (
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
 from .agents import chat_agent, memory_free_agent
 from .models import Conversation, Message
+from .search import SearchScope
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +312,11 @@ class _Turn:
             await self.emit({"type": "turn_started", "turn_id": self.turn_id,
                              "conversation_id": self.prepared.conversation_id,
                              "temporary": self.temporary is not None, "temporary_id": self.temporary_id})
-            request_agent = agent.for_request(memory_prompt=self.memory.prompt())
+            # Search only the person's own stored conversations, and only while memory is on for
+            # this turn (never in a temporary chat, with their switch off, or without the log).
+            search = (SearchScope(user_id=self.user_id, exclude_conversation_id=self.prepared.conversation_id)
+                      if self.memory.enabled and self.temporary is None and self.prepared.logged else None)
+            request_agent = agent.for_request(memory_prompt=self.memory.prompt(), search=search)
             try:
                 attempt = await _attempts(
                     request_agent, models=agent.models, history=self.prepared.history, emit=send,

@@ -303,6 +303,11 @@ EVAL_SERVICE_TOKEN = env.str("EVAL_SERVICE_TOKEN", default="")
 CHAT_MAX_CONCURRENT_TURNS = env.int("CHAT_MAX_CONCURRENT_TURNS", default=2)
 # One person's open chat sockets; a new one past the cap closes their oldest.
 CHAT_MAX_SOCKETS_PER_PERSON = env.int("CHAT_MAX_SOCKETS_PER_PERSON", default=10)
+# conversation_search: the most characters of quoted history one search returns to the model.
+CHAT_SEARCH_MAX_CHARS = env.int("CHAT_SEARCH_MAX_CHARS", default=4000)
+# PostgreSQL text search configuration of the conversation index (read by migration 0002;
+# `manage.py search_reindex` applies a change).
+CHAT_SEARCH_LANGUAGE = env.str("CHAT_SEARCH_LANGUAGE", default="english")
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
