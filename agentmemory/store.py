@@ -29,7 +29,6 @@ the transaction, so the database rolls back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import sqlite3
@@ -41,7 +40,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.core.signals import setting_changed
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    close_old_connections,
+    connection,
+    connections,
+    transaction,
+)
+from django.dispatch import receiver
 from django.utils import timezone
 
 from .conf import memory_settings
@@ -63,6 +71,10 @@ from .telemetry import traced_commit
 logger = logging.getLogger(__name__)
 
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+# invalid_sql_statement_name, duplicate_prepared_statement: a prepared statement
+# the client made is not on the server connection it now talks to (a pooler
+# in transaction mode that does not track them).
+PREPARED_STATEMENT_SQLSTATES = frozenset({"26000", "42P05"})
 # lock_not_available (lock_timeout) and query_canceled (statement_timeout).
 LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03", "57014"})
 _SQLITE_RETRYABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
@@ -225,6 +237,8 @@ def commit_operations(
     summary = summarize(operations)
     attempts = 1 if connection.in_atomic_block else max(1, config.commit_attempts)
     retry_count = 0
+    sql = _statements()
+    agent = actor == Actor.AGENT
 
     def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
         _record_event(
@@ -234,15 +248,30 @@ def commit_operations(
 
     while True:
         try:
-            with _lock_wait(config.commit_lock_timeout), transaction.atomic():
-                result = _commit_once(
-                    user_id=user_id, operations=operations, cancelled=cancelled, limits=limits,
-                    precondition=precondition, agent=actor == Actor.AGENT,
-                )
-                current, updated = result
+            # One transaction and one cursor: lock, reload, write, record the event.
+            with _lock_wait(config.commit_lock_timeout), transaction.atomic(), _commit_cursor(sql) as cursor:
+                if cancelled():
+                    raise CommitCancelled()
+                # Only the agent's commit needs a live account with memory switched
+                # on; the person, staff, the system and the readiness probe may still
+                # write for a deactivated account or one with memory off.
+                owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout)
+                cursor.execute(sql.select_rows, [owner])
+                rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
+                current = _state_from_rows(list(rows.values())).snapshot
+                if precondition is not None:
+                    precondition(current)
+                updated = apply_operations(current, operations, limits)
+                if cancelled():
+                    raise CommitCancelled()
                 changed = changed_targets(current, updated)
+                now = sql.now()
+                _persist(cursor, sql, owner, rows, changed, updated, now)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
-                record(outcome, updated)
+                cursor.execute(sql.insert_event, _event_params(
+                    sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
+                    retry_count=retry_count, started=started, error_code="", now=now,
+                ))
                 if cancelled():
                     raise CommitCancelled()
             break
@@ -253,7 +282,8 @@ def commit_operations(
             _record_outside(record, Outcome.REJECTED, exc.code)
             raise
         except DatabaseError as exc:
-            if retry_count + 1 < attempts and is_retryable(exc):
+            lost = _prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
+            if retry_count + 1 < attempts and (is_retryable(exc) or lost):
                 retry_count += 1
                 time.sleep(config.retry_backoff_seconds * retry_count * (1 + random.random()))
                 continue
@@ -276,38 +306,15 @@ def _lock_wait(seconds: float):
     return bounded_wait(seconds) if connection.vendor == "sqlite" else nullcontext()
 
 
-def _commit_once(
-    *, user_id, operations, cancelled, limits, precondition=None, agent=False
-) -> tuple[Snapshot, Snapshot]:
-    if cancelled():
-        raise CommitCancelled()
-    sql = _statements()
-    with connection.cursor() as cursor:
-        if sql.set_lock_timeout:
-            cursor.execute(sql.set_lock_timeout, [f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"])
-        # Only the agent's commit needs a live account with memory switched
-        # on; the person, staff, the system and the readiness probe may still
-        # write for a deactivated account or one with memory off.
-        owner = _lock_owner(cursor, sql, user_id, agent=agent)
-        cursor.execute(sql.select_rows, [owner])
-        rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
-        current = _state_from_rows(list(rows.values())).snapshot
-        if precondition is not None:
-            precondition(current)
-        updated = apply_operations(current, operations, limits)
-        if cancelled():
-            raise CommitCancelled()
-        _persist(cursor, sql, owner, rows, changed_targets(current, updated), updated)
-    return current, updated
-
-
 # The locked path speaks SQL through Django's connection, not the ORM: it runs
 # while the person's lock is held, and building ORM queries cost more CPU than
-# the database spent answering them (bench/commit.py, median against a
-# hand-written psycopg transaction: 2.8x with the ORM, 1.75x now; most of the
-# rest is Django's client-side binding without prepared statements). Table
-# and column names come from the models' _meta and values are adapted by the
-# model fields, so the models and their migrations stay the one description.
+# the database spent answering them (bench/commit.py: 2.8x a hand-written
+# psycopg transaction with the ORM). The statements and the user model are
+# resolved once per database vendor; table and column names come from the
+# models' _meta, so the models and their migrations stay the one description.
+# The event row's parameters are built directly (a model instance and a
+# get_db_prep_save per field cost 20x more), in the column order checked
+# against the model when the statements are built.
 
 
 @dataclass(frozen=True)
@@ -320,6 +327,15 @@ class _Row:
     updated_at: datetime | None = None
 
 
+# MemoryEvent's columns in the order `_event_params` fills them. A model change
+# that adds or renames a field falls back to the generic path (`_insert_event`)
+# until this list and `_event_params` follow it.
+_EVENT_COLUMNS = (
+    "user", "actor", "outcome", "operation_count", "targets", "actions", "user_characters",
+    "memory_characters", "retry_count", "duration_ms", "error_code", "staff", "staff_username", "created_at",
+)
+
+
 @dataclass(frozen=True)
 class _Statements:
     lock_owner: str
@@ -329,17 +345,44 @@ class _Statements:
     delete_row: str
     insert_event: str
     event_fields: tuple
-    set_lock_timeout: str = ""
+    owner_field: object = None  # the user model's primary key field
+    # PostgreSQL on psycopg 3: Django's server-side binding cursor class, so
+    # psycopg may prepare these statements (see `_commit_cursor`).
+    binding_cursor: type | None = None
+    # The commit's lock query: on PostgreSQL it also sets the transaction's
+    # lock_timeout, in the same statement (one round trip, not two).
+    lock_owner_bounded: str = ""
+    bounded_with_timeout: bool = False
+    direct_event: bool = False  # the event columns match _EVENT_COLUMNS
+    now_field: object = None  # MemoryDocument.updated_at, to adapt "now" once per commit
+
+    def owner(self, user_id):
+        return self.owner_field.get_db_prep_value(user_id, connection)
+
+    def now(self):
+        return self.now_field.get_db_prep_value(timezone.now(), connection)
+
+
+_STATEMENTS: dict[tuple[str, bool], _Statements] = {}
 
 
 def _statements() -> _Statements:
-    return _build_statements(
-        connection.vendor, get_user_model()._meta.label, connection.features.has_select_for_update
-    )
+    """Return the statements for the current connection's vendor, built once."""
+    db = connections[DEFAULT_DB_ALIAS]
+    key = (db.vendor, db.features.has_select_for_update)
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        sql = _STATEMENTS[key] = _build_statements(*key)
+    return sql
 
 
-@functools.lru_cache(maxsize=None)
-def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _Statements:
+@receiver(setting_changed)
+def _forget_statements(*, setting, **kwargs) -> None:
+    if setting == "AUTH_USER_MODEL":
+        _STATEMENTS.clear()
+
+
+def _build_statements(vendor: str, for_update: bool) -> _Statements:
     quote = connection.ops.quote_name
 
     def names(model, *fields):
@@ -353,15 +396,30 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
     table, pk, user, memory_type, content, version, created, modified = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at"
     )
-    event_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
+    model_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
+    direct_event = sorted(f.name for f in model_fields) == sorted(_EVENT_COLUMNS)
+    event_fields = tuple(MemoryEvent._meta.get_field(n) for n in _EVENT_COLUMNS) if direct_event else model_fields
+    # The lock query also reads whether the account is active and whether
+    # the person's memory switch is on (no preference row: on), so an
+    # agent's commit for an account deactivated or switched off mid-turn
+    # is refused under the lock, in the same statement.
+    lock_from = (
+        f"{users} LEFT JOIN {preferences} ON {preferences}.{preference_user} = {users}.{user_pk} "
+        f"WHERE {users}.{user_pk} = %s" + (f" FOR UPDATE OF {users}" if for_update else "")
+    )
+    lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {lock_from}"
+    bounded = vendor == "postgresql"
     return _Statements(
-        # The lock query also reads whether the account is active and whether
-        # the person's memory switch is on (no preference row: on), so an
-        # agent's commit for an account deactivated or switched off mid-turn
-        # is refused under the lock, in the same statement.
-        lock_owner=f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {users} "
-        f"LEFT JOIN {preferences} ON {preferences}.{preference_user} = {users}.{user_pk} "
-        f"WHERE {users}.{user_pk} = %s" + (f" FOR UPDATE OF {users}" if for_update else ""),
+        lock_owner=lock_owner,
+        # PostgreSQL evaluates the FROM list (and so set_config) before its
+        # LockRows step waits for the row lock: the timeout, local to the
+        # commit's transaction, bounds that wait.
+        lock_owner_bounded=(
+            f"SELECT {users}.{active}, {preferences}.{use_memory} "
+            f"FROM (SELECT set_config('lock_timeout', %s, true)) AS lock_wait, {lock_from}"
+            if bounded else lock_owner
+        ),
+        bounded_with_timeout=bounded,
         select_rows=f"SELECT {pk}, {memory_type}, {content}, {version} FROM {table} WHERE {user} = %s",
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {created}, {modified}) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -370,20 +428,80 @@ def _build_statements(vendor: str, user_model_label: str, for_update: bool) -> _
         insert_event=f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
         f"({', '.join(quote(f.column) for f in event_fields)}) VALUES ({', '.join(['%s'] * len(event_fields))})",
         event_fields=event_fields,
-        # Local to the commit's transaction: bounds the wait for the person's lock.
-        set_lock_timeout="SELECT set_config('lock_timeout', %s, true)" if vendor == "postgresql" else "",
+        owner_field=user_model._meta.pk,
+        direct_event=direct_event,
+        now_field=MemoryDocument._meta.get_field("updated_at"),
+        binding_cursor=_server_binding_cursor() if vendor == "postgresql" else None,
     )
 
 
-def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False):
+def _server_binding_cursor() -> type | None:
+    try:
+        from django.db.backends.postgresql.base import ServerBindingCursor, is_psycopg3
+    except ImportError:  # pragma: no cover - another driver
+        return None
+    return ServerBindingCursor if is_psycopg3 else None
+
+
+# Set when the server refused one of our prepared statements: this process
+# stops preparing (see PREPARED_STATEMENT_SQLSTATES).
+_prepared_statements_off = False
+
+
+def _commit_cursor(sql: _Statements):
+    """Return the commit's one cursor.
+
+    Django binds parameters client-side and so never prepares a statement.
+    On PostgreSQL with a prepare threshold (DATABASES OPTIONS
+    "prepare_threshold", config/settings.py) the commit's few fixed
+    statements go through a server-side binding cursor on the same
+    connection and transaction, so psycopg prepares each after it ran that
+    many times and later runs skip parsing and planning. The ORM's own
+    queries keep Django's client-side binding. The cursor is wrapped like
+    Django's own (error translation, the query log, execute wrappers).
+    """
+    if sql.binding_cursor is None or _prepared_statements_off:
+        return connection.cursor()
+    db = connections[DEFAULT_DB_ALIAS]
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    if db.connection.prepare_threshold is None or db.settings_dict["OPTIONS"].get("server_side_binding") is True:
+        return db.cursor()  # nothing to prepare, or Django's cursor already binds server-side
+    db.validate_thread_sharing()
+    with db.wrap_database_errors:
+        raw = sql.binding_cursor(db.connection)
+    return db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
+
+
+def _prepared_statements_lost(exc: BaseException) -> bool:
+    """Return True (and stop preparing) when the server lost a prepared statement."""
+    global _prepared_statements_off
+    cause = exc.__cause__ or exc
+    if getattr(cause, "sqlstate", None) not in PREPARED_STATEMENT_SQLSTATES:
+        return False
+    if not _prepared_statements_off:
+        _prepared_statements_off = True
+        logger.warning(
+            "the database refused a prepared statement (a pooler in transaction mode?): memory commits "
+            "stop preparing statements in this process; set DATABASE_PREPARE_THRESHOLD=off to silence this"
+        )
+    return True
+
+
+def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_timeout: float | None = None):
     """Lock the owner's row in the user table (the per-person write lock).
 
     Return the id as the database stores it; raise UnknownUser if no account
     has it. For the agent's commit (`agent`), raise InactiveUser if the
     account is deactivated and MemoryTurnedOff if the person switched memory off.
+    With `lock_timeout` (seconds) the wait for the lock is bounded (PostgreSQL;
+    SQLite's wait is bounded before the transaction begins).
     """
-    owner = get_user_model()._meta.pk.get_db_prep_value(user_id, connection)
-    cursor.execute(sql.lock_owner, [owner])
+    owner = sql.owner(user_id)
+    if lock_timeout is not None and sql.bounded_with_timeout:
+        cursor.execute(sql.lock_owner_bounded, [f"{max(1, int(lock_timeout * 1000))}ms", owner])
+    else:
+        cursor.execute(sql.lock_owner, [owner])
     row = cursor.fetchone()
     if row is None:
         raise UnknownUser("No account has this id; memory belongs only to existing accounts.")
@@ -406,9 +524,8 @@ def lock_person(*, user_id):
         return _lock_owner(cursor, _statements(), user_id)
 
 
-def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot) -> None:
+def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now) -> None:
     """Write the changed documents: update, create, or delete an emptied one."""
-    now = MemoryDocument._meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection)
     for target in targets:
         entries = updated.entries(target)
         row = rows.get(target)
@@ -448,7 +565,8 @@ def lock_owner_for_deletion(*, user_id) -> None:
     if not connection.in_atomic_block:
         return  # no transaction to hold the lock in: nothing to serialise with
     with connection.cursor() as cursor:
-        cursor.execute(_statements().lock_owner, [get_user_model()._meta.pk.get_db_prep_value(user_id, connection)])
+        sql = _statements()
+        cursor.execute(sql.lock_owner, [sql.owner(user_id)])
     # The cascade's own query ran before the lock: delete what a commit wrote since.
     MemoryDocument.objects.filter(user_id=user_id).delete()
     MemoryEvent.objects.filter(user_id=user_id).delete()
@@ -472,26 +590,49 @@ def _sqlite_busy(cause: BaseException) -> bool:
 
 
 def _record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code=""):
-    _insert_event(
-        user_id=user_id,
-        actor=actor,
-        outcome=outcome,
-        operation_count=summary.operation_count,
-        targets=summary.targets,
-        actions=summary.actions,
-        user_characters=document_length(snapshot.user) if snapshot else None,
-        memory_characters=document_length(snapshot.memory) if snapshot else None,
-        retry_count=retry_count,
-        duration_ms=_elapsed_ms(started),
-        error_code=error_code,
+    """Insert one event row in its own statement (the paths outside a commit's cursor)."""
+    sql = _statements()
+    if not sql.direct_event:
+        _insert_event(
+            user_id=user_id, actor=actor, outcome=outcome, operation_count=summary.operation_count,
+            targets=summary.targets, actions=summary.actions,
+            user_characters=document_length(snapshot.user) if snapshot else None,
+            memory_characters=document_length(snapshot.memory) if snapshot else None,
+            retry_count=retry_count, duration_ms=_elapsed_ms(started), error_code=error_code,
+        )
+        return
+    params = _event_params(
+        sql, owner=sql.owner(user_id), actor=actor, outcome=outcome, summary=summary, snapshot=snapshot,
+        retry_count=retry_count, started=started, error_code=error_code, now=sql.now(),
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql.insert_event, params)
+
+
+def _event_params(sql: _Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
+                  error_code, now) -> list:
+    """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order."""
+    if not sql.direct_event:  # the model changed: let every field prepare its own value
+        event = MemoryEvent(
+            user_id=owner, actor=actor, outcome=outcome, operation_count=summary.operation_count,
+            targets=summary.targets, actions=summary.actions,
+            user_characters=document_length(snapshot.user) if snapshot else None,
+            memory_characters=document_length(snapshot.memory) if snapshot else None,
+            retry_count=retry_count, duration_ms=_elapsed_ms(started), error_code=error_code,
+        )
+        return [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
+    adapt_json = connection.ops.adapt_json_value
+    return [
+        owner, str(actor), str(outcome), summary.operation_count,
+        adapt_json(summary.targets, None), adapt_json(summary.actions, None),
+        document_length(snapshot.user) if snapshot else None,
+        document_length(snapshot.memory) if snapshot else None,
+        retry_count, _elapsed_ms(started), error_code, None, "", now,
+    ]
 
 
 def _insert_event(**values) -> None:
-    """INSERT the row `MemoryEvent.objects.create(**values)` would, without the ORM.
-
-    Every field supplies its own default and database value.
-    """
+    """INSERT the row `MemoryEvent.objects.create(**values)` would, without the ORM."""
     event = MemoryEvent(**values)
     sql = _statements()
     params = [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]

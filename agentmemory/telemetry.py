@@ -462,11 +462,19 @@ def _failure_outcome(exc: BaseException) -> str:
     return "failed"
 
 
+# The API's own providers: with either in force every span is a no-op.
+_NO_TRACING = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+
+
 def traced_commit(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap `store.commit_operations` in a `memory.commit` span."""
+    """Wrap `store.commit_operations` in a `memory.commit` span (none without a tracer provider)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(trace.get_tracer_provider(), _NO_TRACING):
+            # No tracer provider is installed, so no span could be recorded or
+            # exported: skip building one (it cost ~35 µs of a ~300 µs commit).
+            return func(*args, **kwargs)
         operations = kwargs.get("operations") or ()
         summary = summarize(operations)
         actor = kwargs.get("actor")
