@@ -41,10 +41,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, Status, StatusCode
+
+try:  # The SDK (exporting spans) is the `otel` extra; without it spans are no-ops.
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+except ImportError:  # pragma: no cover - exercised by examples/second_project
+    Resource = Event = ReadableSpan = TracerProvider = BatchSpanProcessor = SimpleSpanProcessor = None
+    SpanExporter = object
 
 from .conf import memory_settings
 from .rules import TARGETS, MemoryValidationError, document_length, summarize
@@ -663,6 +668,8 @@ _exporting = False
 def tracer_provider() -> TracerProvider:
     """Return the process's SDK tracer provider, installing it once."""
     global _provider
+    if TracerProvider is None:
+        raise RuntimeError("exporting spans needs the OpenTelemetry SDK: pip install 'django-agentmemory[otel]'")
     with _setup_lock:
         if _provider is None:
             current = trace.get_tracer_provider()
@@ -715,6 +722,11 @@ def setup_telemetry() -> bool:
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     if not (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return False
+    if TracerProvider is None:
+        logging.getLogger(__name__).warning(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: "
+            "no span is exported (pip install 'django-agentmemory[otel]')")
         return False
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
