@@ -245,7 +245,9 @@
         running.bubble.removeAttribute("aria-busy");
         running.bubble.classList.add("failed");
         running.notes.appendChild(el("p", "error", frame.message));
-        appendOutcome(running.notes, frame.memory);
+        // The failure already says nothing was saved: a memory line only when
+        // a change had been staged and was dropped (one line, not two, otherwise).
+        if (frame.memory && frame.memory.status === "discarded") appendOutcome(running.notes, frame.memory);
         noteCapacity(frame.memory);
         announce("The reply did not complete. " + (frame.message || ""));
         setRunning(null);
