@@ -193,6 +193,23 @@ def test_stop_mid_stream_leaves_memory_unchanged(new_context, screenshot, daphne
     assert_not_logged(daphne_server, kept, "release train")
 
 
+def test_stop_on_a_plain_chat_says_so_once(new_context, daphne_server):
+    make_person("alice", "pw-alice-123")
+    chat = new_context().new_page()
+    sign_in(chat, "alice", "pw-alice-123")
+    wait_until_connected(chat)
+
+    send(chat, "hello there")
+    reply = chat.locator(".message-assistant").last
+    expect(reply.locator(".message-body")).to_contain_text("Hello")
+    chat.locator("#stop").click()
+
+    expect(reply).to_have_class(re.compile(r"\bfailed\b"))
+    # Nothing was staged, so nothing is said to be discarded: one line only.
+    expect(reply.locator(".message-notes p")).to_have_count(1)
+    expect(reply.locator(".outcome")).to_have_count(0)
+
+
 def test_second_persons_browser_never_shows_the_first_persons_memory(new_context, screenshot, daphne_server):
     fact = "I maintain the heron-7741 billing service"
     alice = make_person("alice", "pw-alice-123")
