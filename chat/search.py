@@ -45,7 +45,8 @@ from datetime import date, datetime, time
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, TrigramWordSimilarity
 from django.db import close_old_connections, connection
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, When
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from agentmemory.telemetry import memory_span
@@ -286,12 +287,17 @@ def _postgres_full_text(where: _Where, query: str, words: Sequence[str], limit: 
     )
     if not ids:
         return []
-    # Headlines only for the few hits: ts_headline re-parses each message.
+    # Headlines only for the few hits: ts_headline re-parses each message. A short
+    # message is quoted whole; a long one by up to two fragments around the match.
+    marks = {"config": config, "start_sel": MARK, "stop_sel": MARK}
+    snippet = Case(
+        When(content_length__lte=SNIPPET_CHARS, then=SearchHeadline("content", search, highlight_all=True, **marks)),
+        default=SearchHeadline("content", search, max_words=30, min_words=12, max_fragments=2,
+                               fragment_delimiter=" … ", **marks),
+    )
     snippets = dict(
-        Message.objects.filter(pk__in=ids).annotate(snippet=SearchHeadline(
-            "content", search, config=config, start_sel=MARK, stop_sel=MARK,
-            max_words=40, min_words=12, max_fragments=2, fragment_delimiter=" … ",
-        )).values_list("pk", "snippet")
+        Message.objects.filter(pk__in=ids).annotate(content_length=Length("content"), snippet=snippet)
+        .values_list("pk", "snippet")
     )
     return [(pk, snippets.get(pk, "")) for pk in ids]
 
