@@ -274,17 +274,7 @@ def _postgres_full_text(where: _Where, query: str, words: Sequence[str], limit: 
         search = functools.reduce(operator.or_, (SearchQuery(word, config=config) for word in words))
     else:
         search = SearchQuery(query, config=config, search_type="websearch")
-    rows = MessageSearch.objects.filter(user_id=where.user_id, document=search)
-    if where.exclude is not None:
-        rows = rows.exclude(message__conversation_id=where.exclude)
-    if where.after is not None:
-        rows = rows.filter(message__created_at__gte=where.after)
-    if where.before is not None:
-        rows = rows.filter(message__created_at__lt=where.before)
-    ids = list(
-        rows.annotate(rank=SearchRank(F("document"), search))
-        .order_by("-rank", "-message_id").values_list("message_id", flat=True)[:limit]
-    )
+    ids = list(postgres_ranked(where, search)[:limit])
     if not ids:
         return []
     # Headlines only for the few hits: ts_headline re-parses each message. A short
@@ -300,6 +290,19 @@ def _postgres_full_text(where: _Where, query: str, words: Sequence[str], limit: 
         .values_list("pk", "snippet")
     )
     return [(pk, snippets.get(pk, "")) for pk in ids]
+
+
+def postgres_ranked(where: _Where, search):
+    """The ids of a person's matching messages, best first (the query bench/search.py explains)."""
+    rows = MessageSearch.objects.filter(user_id=where.user_id, document=search)
+    if where.exclude is not None:
+        rows = rows.exclude(message__conversation_id=where.exclude)
+    if where.after is not None:
+        rows = rows.filter(message__created_at__gte=where.after)
+    if where.before is not None:
+        rows = rows.filter(message__created_at__lt=where.before)
+    return (rows.annotate(rank=SearchRank(F("document"), search))
+            .order_by("-rank", "-message_id").values_list("message_id", flat=True))
 
 
 # SQLite -------------------------------------------------------------------------------
