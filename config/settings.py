@@ -96,18 +96,38 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not :memory:, so threads and the live server share one database.
     DATABASES["default"]["TEST"].setdefault("NAME", str(BASE_DIR / "test-db.sqlite3"))
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
-    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # Persistent connections: each thread that touches the database (the
+    # worker's thread pool, ASGI_THREADS, default min(32, CPUs + 4), plus
+    # Django's one thread-sensitive thread) keeps one open for up to
+    # CONN_MAX_AGE seconds, so a turn's log write and memory commit reuse it
+    # instead of connecting (about 3 ms each). Size max_connections for
+    # workers x (pool threads + 1). The health check (one SELECT 1 when a
+    # request or worker call first uses a kept connection) replaces one the
+    # server or a network device dropped, before the turn's query fails.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
     # An unreachable server fails a connection in seconds, not minutes, so a
     # turn's fail-open memory read and its conversation log stay bounded.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3))
+    # Prepared statements for the memory commit's fixed statements
+    # (agentmemory/store.py binds them server-side; the ORM keeps Django's
+    # client-side binding): psycopg prepares a statement after it ran this
+    # many times on a connection. "off" turns them off, as PgBouncer in
+    # transaction pooling mode needs (before 1.21, or without
+    # max_prepared_statements): its server connections change under the
+    # client. Port 6432, PgBouncer's default, turns them off unless set; a
+    # server that still refuses a prepared statement turns them off for the
+    # process (logged once, the commit retried).
+    _pgbouncer_port = str(DATABASES["default"].get("PORT") or "") == "6432"
+    _threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="off" if _pgbouncer_port else "5").strip().lower()
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "prepare_threshold", None if _threshold in ("", "off", "none", "no", "false") else int(_threshold)
+    )
     if env.bool("DATABASE_SERVER_SIDE_BINDING", default=False):
-        # Server-side binding with prepared statements: measurably faster
-        # commits (bench/commit.py), but incompatible with PgBouncer in
-        # transaction pooling mode, which is why Django leaves it off.
-        DATABASES["default"].setdefault("OPTIONS", {})
-        DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=5)
+        # Server-side binding for every ORM query too (so the threshold above
+        # applies to them as well); Django leaves it off by default.
+        DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
 if env.str("TEST_DB_NAME", default=""):
     # Lets several test runs share one PostgreSQL server without colliding.
     name = env.str("TEST_DB_NAME")
@@ -287,6 +307,8 @@ AGENTMEMORY = {
     "READ_TIMEOUT_SECONDS": env.float("AGENTMEMORY_READ_TIMEOUT_SECONDS", default=1.0),
     "COMMIT_LOCK_TIMEOUT_SECONDS": env.float("AGENTMEMORY_COMMIT_LOCK_TIMEOUT_SECONDS", default=3.0),
     "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v2"),
+    "DEFAULT_SAVE_MODE": env.str("AGENTMEMORY_DEFAULT_SAVE_MODE", default="auto"),
+    "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
 }
 
 # --- The chat and its models ------------------------------------------------

@@ -5,3 +5,6 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 os.environ.setdefault("AGENTMEMORY_ENABLED", "1")
 os.environ.setdefault("DEMO_MODEL_DELAY_MS", "0")
 os.environ.setdefault("SECURE_COOKIES", "0")
+# Worker threads would keep PostgreSQL connections open past a test and block
+# dropping the test database; tests/test_connections.py turns them on itself.
+os.environ.setdefault("CONN_MAX_AGE", "0")

@@ -1,0 +1,126 @@
+"""Persistent connections and prepared statements (issue 14).
+
+- The PostgreSQL defaults: connections kept for CONN_MAX_AGE=60 seconds with
+  health checks, and a prepare threshold for the memory commit's statements
+  (off behind PgBouncer's default port, or when DATABASE_PREPARE_THRESHOLD
+  says off).
+- With those defaults a turn's worker-thread calls (the memory read and the
+  conversation log at the start, the memory commit and the reply at the end)
+  reuse the thread's connection: several turns that each commit a memory
+  change open no new connection after the first. The count comes from
+  Django's connection_created signal, in every thread.
+
+The suite itself runs with CONN_MAX_AGE=0 (tests/env_defaults.py), so
+pooled threads do not keep the test database open; these tests turn
+persistent connections on for themselves, on a private one-thread executor
+whose connection they close at the end.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections
+from django.db.backends.signals import connection_created
+
+from chat.turns import run_turn
+from tests.chat_helpers import fresh_agents  # noqa: F401
+from tests.test_deploy_settings import run_with
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SETTINGS_PROBE = (
+    "import django, json; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; "
+    "print(json.dumps([d.get('CONN_MAX_AGE'), d.get('CONN_HEALTH_CHECKS'), d['OPTIONS'].get('prepare_threshold')]))"
+)
+
+
+def database_settings(url: str, **env) -> list:
+    result = run_with({"DATABASE_URL": url, **env}, "-c", SETTINGS_PROBE)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_postgresql_defaults_keep_connections_with_health_checks_and_prepare():
+    url = "postgres://u@db.example:5432/app"
+    assert database_settings(url) == [60, True, 5]
+    assert database_settings(url, CONN_MAX_AGE="0", DATABASE_PREPARE_THRESHOLD="off") == [0, True, None]
+    assert database_settings(url, DATABASE_PREPARE_THRESHOLD="0") == [60, True, 0]
+
+
+def test_pgbouncer_default_port_turns_prepared_statements_off_unless_asked():
+    url = "postgres://u@pool.example:6432/app"
+    assert database_settings(url)[2] is None
+    assert database_settings(url, DATABASE_PREPARE_THRESHOLD="5")[2] == 5
+
+
+class Opens:
+    """Count new database connections in any thread."""
+
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, sender, connection, **kwargs):
+        with self.lock:
+            self.count += 1
+
+
+async def turns_opening(user, *, conn_max_age: int, turns: int) -> tuple[int, list[str]]:
+    """Run a warm-up turn, then `turns` turns that each commit; return new connections and outcomes."""
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turn-db")
+    loop.set_default_executor(executor)
+    shared = connections.settings["default"]  # every thread's DatabaseWrapper reads this dict
+    saved = shared["CONN_MAX_AGE"], shared["CONN_HEALTH_CHECKS"]
+    shared["CONN_MAX_AGE"], shared["CONN_HEALTH_CHECKS"] = conn_max_age, True
+    opens = Opens()
+    outcomes = []
+    try:
+        first = await run_turn(user=user, content="remember: warm-up fact")
+        outcomes.append(first.memory.status)
+        connection_created.connect(opens)
+        for number in range(turns):
+            result = await run_turn(user=user, content=f"remember: fact number {number}",
+                                    conversation_id=first.conversation_id)
+            outcomes.append(result.memory.status)
+    finally:
+        connection_created.disconnect(opens)
+        shared["CONN_MAX_AGE"], shared["CONN_HEALTH_CHECKS"] = saved
+        await loop.run_in_executor(executor, connections.close_all)
+        executor.shutdown(wait=True)
+    return opens.count, outcomes
+
+
+async def test_turns_that_commit_reuse_the_threads_connection(user):
+    opens, outcomes = await turns_opening(user, conn_max_age=60, turns=4)
+    assert outcomes == ["committed"] * 5
+    assert opens == 0, "a turn (its log writes and its memory commit) opened a new connection"
+
+
+async def test_without_persistent_connections_every_worker_call_connects(user):
+    # The control: the count above would see reconnects if there were any.
+    opens, outcomes = await turns_opening(user, conn_max_age=0, turns=2)
+    assert outcomes == ["committed"] * 3
+    # Per turn: the read and log, the commit, the reply (on SQLite the file is opened as often).
+    assert opens >= 2 * 3
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_the_commit_statements_are_prepared_on_postgresql(user):
+    from agentmemory import store
+    from agentmemory.rules import Operation
+
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        pytest.skip("DATABASE_PREPARE_THRESHOLD is off in this environment")
+    for number in range(connection.connection.prepare_threshold + 2):
+        store.commit_operations(user_id=user.pk, operations=[Operation("memory", "add", content=f"fact {number}")])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("FOR UPDATE" in statement and "lock_timeout" in statement for statement in prepared)
+    assert any(statement.startswith("INSERT INTO \"agentmemory_event\"") for statement in prepared)
