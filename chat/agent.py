@@ -216,17 +216,26 @@ class RequestAgent:
         finish_reason = None
         text = TextCallFilter()
         try:
-            stream = await self.agent.llm.client.chat.completions.create(**request)
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                finish_reason = choice.finish_reason or finish_reason
-                delta = choice.delta
-                if delta.content and (visible := text.feed(delta.content)):
-                    await emit({"type": "delta", "text": visible})
-                for fragment in delta.tool_calls or ():
-                    _assemble(fragments, fragment)
+            # Chunks arrive as the decoded JSON objects (chat.llm.LLM.stream_chat):
+            # read defensively, an OpenAI-compatible server may leave fields out.
+            stream = await self.agent.llm.stream_chat(request)
+            async with stream:
+                async for chunk in stream:
+                    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+                    choice = choices[0] if isinstance(choices, list) and choices else None
+                    if not isinstance(choice, dict):
+                        continue
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    delta = choice.get("delta")
+                    if not isinstance(delta, dict):
+                        continue
+                    content = delta.get("content")
+                    if content and isinstance(content, str) and (visible := text.feed(content)):
+                        await emit({"type": "delta", "text": visible})
+                    pieces = delta.get("tool_calls")
+                    if isinstance(pieces, list):
+                        for position, fragment in enumerate(pieces):
+                            _assemble(fragments, fragment, position)
         except openai.APIStatusError as exc:
             raise ModelError("model_error", "The assistant could not answer just now. Try again.") from exc
         except (openai.APIError, httpx2.HTTPError) as exc:
@@ -333,18 +342,31 @@ def _canonical(arguments: str) -> str:
         return arguments
 
 
-def _assemble(fragments: dict[int, dict], fragment) -> None:
-    """Add one streamed tool-call fragment to the call at its index."""
+def _assemble(fragments: dict[int, dict], fragment, position: int = 0) -> None:
+    """Add one streamed tool-call fragment (a JSON object) to the call at its index.
+
+    A fragment without an index belongs to the call at its place in the
+    chunk's list; arguments sent as a JSON object rather than a string are
+    taken as their JSON text.
+    """
+    if not isinstance(fragment, dict):
+        return
+    index = fragment.get("index")
     call = fragments.setdefault(
-        fragment.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        index if isinstance(index, int) and not isinstance(index, bool) else position,
+        {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
     )
-    if fragment.id:
-        call["id"] = fragment.id
-    if fragment.function is not None:
-        if fragment.function.name:
-            call["function"]["name"] += fragment.function.name
-        if fragment.function.arguments:
-            call["function"]["arguments"] += fragment.function.arguments
+    if fragment.get("id") and isinstance(fragment["id"], str):
+        call["id"] = fragment["id"]
+    function = fragment.get("function")
+    if isinstance(function, dict):
+        name, arguments = function.get("name"), function.get("arguments")
+        if name and isinstance(name, str):
+            call["function"]["name"] += name
+        if isinstance(arguments, (dict, list)):
+            arguments = json.dumps(arguments)
+        if arguments and isinstance(arguments, str):
+            call["function"]["arguments"] += arguments
 
 
 def _operation_count(arguments: str) -> int:

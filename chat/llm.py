@@ -5,6 +5,15 @@ OpenAI, Ollama, vLLM, llama.cpp: anything that speaks Chat Completions).
 Without a key it talks to `chat.demo_model` through `httpx2.MockTransport`,
 so the real client, streaming and tool-call code run either way. The client
 is built once per process by `chat.agents` and closed at shutdown.
+
+`LLM.stream_chat` sends a turn's request through that client's public
+`post(..., stream=True, stream_cls=...)`: auth, base URL, retries, timeouts
+and the SDK's errors (`openai.APIStatusError`, `APIConnectionError`, an
+error event inside the stream) stay the SDK's, but the body goes out as the
+plain JSON we built (no typed transform walking every history message and
+the tool schema) and each streamed chunk comes back as the decoded JSON
+object (no pydantic model per chunk). Together those were half of a plain
+turn's server CPU (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -12,7 +21,11 @@ from dataclasses import dataclass, field
 
 import httpx2
 from django.conf import settings
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+
+# What `chat.completions.create` sends: the path and the bearer auth only.
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+_CHAT_OPTIONS = {"security": {"bearer_auth": True}}
 
 from .demo_model import DemoModel
 
@@ -63,6 +76,19 @@ class LLM:
     def models(self) -> tuple[str, ...]:
         """The primary model, then the fallback if one is configured."""
         return (self.model, self.fallback_model) if self.fallback_model else (self.model,)
+
+    async def stream_chat(self, body: dict) -> AsyncStream[object]:
+        """Start a streamed Chat Completions request; iterate the result for chunks as dicts.
+
+        `body` is sent as it is (it must carry "stream": true). The result is
+        the SDK's own stream class, so `[DONE]`, an `error` event and a broken
+        connection behave as with `chat.completions.create`; use it as an
+        async context manager to release the connection early.
+        """
+        return await self.client.post(
+            CHAT_COMPLETIONS_PATH, body=body, cast_to=object, options=_CHAT_OPTIONS,
+            stream=True, stream_cls=AsyncStream[object],
+        )
 
     async def aclose(self) -> None:
         await self.client.close()

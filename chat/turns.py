@@ -305,6 +305,8 @@ class _Turn:
                 _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
                 memory=self.memory,
             )
+        # Where a proposal ("ask before saving") of this turn comes from; ids only.
+        self.memory.conversation_id, self.memory.turn_id = self.prepared.conversation_id, self.turn_id
         send = _tagged(self.emit, self.turn_id)
         attempt = None
         try:
@@ -492,36 +494,44 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     # In the log's thread and connection: one handoff and one connection per turn for both.
     memory.read()
     try:
-        with transaction.atomic():
-            if conversation_id is None:
-                conversation = Conversation.objects.create(user_id=user_id, title=_title(content))
-            else:
-                conversation = Conversation.objects.filter(pk=conversation_id, user_id=user_id).first()
-                if conversation is None:
-                    raise ConversationNotFound()
+        if conversation_id is None:
+            # A new conversation has no earlier messages: two INSERTs, one transaction.
+            with transaction.atomic():
+                conversation_id = Conversation.objects.create(user_id=user_id, title=_title(content)).pk
+                message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER,
+                                                 content=content)
+            earlier = []
+        else:
+            # One statement checks the conversation is theirs and moves it to the top of their
+            # list (it gets a message now); the one write after it needs no transaction.
+            touched = Conversation.objects.filter(pk=conversation_id, user_id=user_id).update(
+                updated_at=timezone.now())
+            if not touched:
+                raise ConversationNotFound()
             earlier = list(
-                conversation.messages.exclude(content="").order_by("-created_at", "-id")
-                .values("role", "content")[:HISTORY_MESSAGES]
+                Message.objects.filter(conversation_id=conversation_id).exclude(content="")
+                .order_by("-created_at", "-id").values_list("role", "content")[:HISTORY_MESSAGES]
             )
-            message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=content)
+            message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER,
+                                             content=content)
     except UNREACHABLE as exc:
         # Fail open here too: answer from this message alone and store nothing of the turn.
         logger.warning("conversation log unavailable for this turn: %s", type(exc).__name__)
         return _Prepared(conversation_id=conversation_id, user_message_id=None,
                          history=[{"role": "user", "content": content}], logged=False)
-    history = [{"role": row["role"], "content": row["content"]} for row in reversed(earlier)]
+    history = [{"role": role, "content": text} for role, text in reversed(earlier)]
     history.append({"role": "user", "content": content})
-    return _Prepared(conversation_id=conversation.pk, user_message_id=message.pk, history=history)
+    return _Prepared(conversation_id=conversation_id, user_message_id=message.pk, history=history)
 
 
 def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):
+    # The conversation was moved to the top when the turn's message was stored (_prepare).
     with transaction.atomic():
         message = Message.objects.create(
             conversation_id=conversation_id, role=Message.Role.ASSISTANT, content=content,
             memory_outcome=outcome, turn_id=turn_id, metadata=metadata,
         )
         Message.objects.filter(pk=user_message_id).update(memory_outcome=outcome, turn_id=turn_id)
-        Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
     return message.pk, message.created_at
 
 
