@@ -53,7 +53,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .conf import memory_settings
-from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, MemoryPreference, Outcome
+from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, MemoryPreference, MemoryProposal, Outcome
 from .rules import (
     TARGETS,
     MemoryValidationError,
@@ -235,7 +235,8 @@ def commit_operations(
     cancelled = should_cancel or (lambda: False)
     started = time.monotonic()
     summary = summarize(operations)
-    attempts = 1 if connection.in_atomic_block else max(1, config.commit_attempts)
+    db = connections[DEFAULT_DB_ALIAS]  # the connection itself, not the proxy, on the hot path
+    attempts = 1 if db.in_atomic_block else max(1, config.commit_attempts)
     retry_count = 0
     sql = _statements()
     agent = actor == Actor.AGENT
@@ -249,7 +250,7 @@ def commit_operations(
     while True:
         try:
             # One transaction and one cursor: lock, reload, write, record the event.
-            with _lock_wait(config.commit_lock_timeout), transaction.atomic(), _commit_cursor(sql) as cursor:
+            with _lock_wait(db, config.commit_lock_timeout), transaction.atomic(), _commit_cursor(db, sql) as cursor:
                 if cancelled():
                     raise CommitCancelled()
                 # Only the agent's commit needs a live account with memory switched
@@ -300,10 +301,10 @@ def commit_operations(
     )
 
 
-def _lock_wait(seconds: float):
+def _lock_wait(db, seconds: float):
     """Bound SQLite's wait for its write lock (taken by BEGIN IMMEDIATE, before
     the transaction's first statement); PostgreSQL's is set in the transaction."""
-    return bounded_wait(seconds) if connection.vendor == "sqlite" else nullcontext()
+    return bounded_wait(seconds) if db.vendor == "sqlite" else nullcontext()
 
 
 # The locked path speaks SQL through Django's connection, not the ORM: it runs
@@ -448,7 +449,7 @@ def _server_binding_cursor() -> type | None:
 _prepared_statements_off = False
 
 
-def _commit_cursor(sql: _Statements):
+def _commit_cursor(db, sql: _Statements):
     """Return the commit's one cursor.
 
     Django binds parameters client-side and so never prepares a statement.
@@ -461,8 +462,7 @@ def _commit_cursor(sql: _Statements):
     Django's own (error translation, the query log, execute wrappers).
     """
     if sql.binding_cursor is None or _prepared_statements_off:
-        return connection.cursor()
-    db = connections[DEFAULT_DB_ALIAS]
+        return db.cursor()
     db.close_if_health_check_failed()
     db.ensure_connection()
     if db.connection.prepare_threshold is None or db.settings_dict["OPTIONS"].get("server_side_binding") is True:
@@ -512,16 +512,18 @@ def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_
     return owner
 
 
-def lock_person(*, user_id):
+def lock_person(*, user_id, agent: bool = False):
     """Take the person's write lock inside the caller's transaction; return the stored id.
 
-    For writers beside the memory rows (the memory switch) that must queue
-    with commits. Raise UnknownUser if no account has this id.
+    For writers beside the memory rows (the memory switch, proposals) that
+    must queue with commits. Raise UnknownUser if no account has this id;
+    with `agent`, also InactiveUser and MemoryTurnedOff, as for the agent's commit.
     """
     if not connection.in_atomic_block:
         raise RuntimeError("lock_person must run inside transaction.atomic()")
     with connection.cursor() as cursor:
-        return _lock_owner(cursor, _statements(), user_id)
+        return _lock_owner(cursor, _statements(), user_id, agent=agent,
+                           lock_timeout=memory_settings().commit_lock_timeout)
 
 
 def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now) -> None:
@@ -567,9 +569,11 @@ def lock_owner_for_deletion(*, user_id) -> None:
     with connection.cursor() as cursor:
         sql = _statements()
         cursor.execute(sql.lock_owner, [sql.owner(user_id)])
-    # The cascade's own query ran before the lock: delete what a commit wrote since.
+    # The cascade's own query ran before the lock: delete what a writer wrote since.
     MemoryDocument.objects.filter(user_id=user_id).delete()
     MemoryEvent.objects.filter(user_id=user_id).delete()
+    MemoryProposal.objects.filter(user_id=user_id).delete()
+    MemoryPreference.objects.filter(user_id=user_id).delete()
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -27,7 +27,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 REPORT = ROOT / "docs" / "benchmarks.md"
 # The issue names these three; any other bench/*.py script runs after them.
-KNOWN = ("commit.py", "turns.py", "growth.py")
+KNOWN = ("commit.py", "turns.py", "growth.py", "scale.py")
 NOT_BENCHES = {"run_all.py"}
 TIMEOUT_SECONDS = 1800
 ERROR_TAIL_LINES = 20
@@ -141,6 +141,40 @@ def machine(database_url: str) -> dict[str, str]:
 # --- the report --------------------------------------------------------------
 
 
+VERDICT_WORDS = ("meets", "MISSES", "must be 0", "within", "ABOVE")
+TARGETS_TEXT = [
+    "## Targets and how they are measured",
+    "",
+    "Issue 14's targets for this machine, and how each bench measures them:",
+    "",
+    "- Commit (`commit.py`): `store.commit_operations` <= 1.35x a hand-written psycopg transaction",
+    "  doing the same SQL with Django's default binding, <= 1.10x with prepared statements (median",
+    "  wall time; client CPU per commit beside it). One commit of each variant per step, in a newly",
+    "  shuffled order every step, same process and server. A commit inside a turn never reconnects:",
+    "  `tests/test_connections.py` counts connection opens across turns that commit (none after the",
+    "  first).",
+    "- Turn (`turns.py`): server CPU per plain turn <= 6.5 ms and <= 1.5x the like-for-like floor",
+    "  (`bench/_floor_asgi.py`: same socket, auth, budget, log SQL and frames, no model SDK);",
+    "  throughput at 32 clients >= 2x the 66 turns/s measured before (132); memory on/off p50 <= 1.05",
+    "  and CPU per turn <= 1.05. Off, on and floor servers run in a new shuffled order each round.",
+    "- Growth (`growth.py`): 1k -> 100k people <= 1.2 for load and commit.",
+    "- Scale (`scale.py`): 0 lost updates, 0 errors, p99 recorded, with two workers, PostgreSQL and",
+    "  Redis, 500 open sockets of 250 people.",
+    "",
+    "The machine has 2 cores shared with other people's test runs (see the load averages above):",
+    "absolute milliseconds and CPU times move with that load (CPU time grows too, through cache and",
+    "scheduler contention), so compare the ratios, which come from interleaved runs.",
+    "",
+]
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
+    except OSError:
+        return "unknown"
+
+
 def render(*, runs: list[BenchRun], facts: dict[str, str], date: str) -> str:
     out = [
         "# Benchmarks",
@@ -161,6 +195,12 @@ def render(*, runs: list[BenchRun], facts: dict[str, str], date: str) -> str:
         "| bench | status | seconds |",
         "|---|---|---|",
         *[f"| `bench/{run.name}` | {run.status} | {run.seconds if run.status != 'missing' else ''} |" for run in runs],
+        "",
+        *TARGETS_TEXT,
+        "Verdicts printed by the benches in this run:",
+        "",
+        *[f"- `{run.name}`: {line.strip()}" for run in runs for line in run.output.splitlines()
+          if any(word in line for word in VERDICT_WORDS)],
         "",
     ]
     for run in runs:
@@ -205,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine(database_url)  # also proves the server answers, before any bench starts
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    facts["Load average at start"] = load_average()
     runs = [run_bench(name, python=sys.executable, env=env) for name in discover()]
+    facts["Load average at end"] = load_average()
 
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(render(runs=runs, facts=facts, date=date))
