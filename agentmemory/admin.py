@@ -26,7 +26,7 @@ from django.utils.html import format_html, format_html_join
 
 from . import services, words
 from .conf import memory_settings
-from .models import Actor, MemoryDocument, MemoryEvent
+from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal
 from .rules import SEPARATOR, parse_document
 from .selectors import NEAR_FULL_PERCENT
 
@@ -230,3 +230,44 @@ class MemoryEventAdmin(ReadOnlyAdmin):
     @admin.display(description="reason")
     def reason(self, obj):
         return words.event_reason(obj.outcome, obj.error_code) or "—"
+
+
+@admin.register(MemoryProposal)
+class MemoryProposalAdmin(ReadOnlyAdmin):
+    """Pending "ask before saving" proposals: metadata for all staff, the text only with the content permission."""
+
+    list_display = ("user", "operation_count", "conversation_id", "created_at", "expires_at")
+    search_fields = ("user__username",)
+    search_help_text = "Search by username."
+    list_select_related = ("user",)
+    list_per_page = 50
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if not can_view_content(request):
+            queryset = queryset.defer("operations")
+        return queryset
+
+    def get_fields(self, request, obj=None):
+        fields = ["user", "operation_count", "conversation_id", "turn_id", "created_at", "expires_at"]
+        if can_view_content(request):
+            fields.append("proposed_operations")
+        return fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.get_fields(request, obj)
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__", 1)[0] == "operations":
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="proposed operations")
+    def proposed_operations(self, obj):
+        # Only in the fields of staff holding the content permission; escaped.
+        return format_html(
+            '<ol class="memory-entries">{}</ol>',
+            format_html_join("", '<li style="white-space: pre-wrap">{} {}: {}</li>',
+                             ((op.get("action"), op.get("target"), op.get("content") or op.get("entry") or "")
+                              for op in obj.operations)),
+        )

@@ -14,7 +14,8 @@ import logging
 
 from django.db import DatabaseError
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -23,17 +24,20 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from . import preferences, services
+from . import preferences, proposals, services
 from .conf import memory_settings
 from .models import Actor
 from .rules import MemoryValidationError, parse_operations
-from .selectors import export_payload, memory_state, state_payload
+from .selectors import export_payload, memory_state, proposal_payload, state_payload
 from .serializers import (
     CommitResponseSerializer,
     ExportSerializer,
     MemoryErrorSerializer,
     MemorySettingsSerializer,
     MemoryStateSerializer,
+    ProposalListSerializer,
+    ProposalSaveSerializer,
+    ProposalSerializer,
     OperationBatchSerializer,
 )
 from .store import MemoryUnavailable
@@ -251,7 +255,8 @@ class MemoryExportView(MemoryAPIView):
     )
     def get(self, request):
         now = timezone.now()
-        payload = export_payload(memory_state(user_id=request.user.pk), exported_at=now)
+        payload = export_payload(memory_state(user_id=request.user.pk), exported_at=now,
+                                 proposals=proposals.pending(user_id=request.user.pk))
         response = Response(ExportSerializer(payload).data)
         response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
         response["Cache-Control"] = "no-store"
@@ -259,8 +264,10 @@ class MemoryExportView(MemoryAPIView):
 
 
 SETTINGS_EXAMPLES = [
-    OpenApiExample("Memory on", value={"use_memory": True, "agent_memory_enabled": True}, response_only=True),
+    OpenApiExample("Memory on", value={"use_memory": True, "save_mode": "auto", "agent_memory_enabled": True},
+                   response_only=True),
     OpenApiExample("Turn memory off", value={"use_memory": False}, request_only=True),
+    OpenApiExample("Ask before saving", value={"save_mode": "ask"}, request_only=True),
 ]
 
 
@@ -268,7 +275,8 @@ class MemorySettingsView(MemoryAPIView):
     """Read or change the caller's own memory settings."""
 
     def _payload(self, request) -> dict:
-        return {"use_memory": preferences.use_memory(user_id=request.user.pk),
+        settings = preferences.load(user_id=request.user.pk)
+        return {"use_memory": settings.use_memory, "save_mode": settings.save_mode,
                 "agent_memory_enabled": memory_settings().enabled}
 
     @extend_schema(
@@ -298,12 +306,116 @@ class MemorySettingsView(MemoryAPIView):
         data = request.data
         if not isinstance(data, dict):
             return _error("invalid_body", 'Send a JSON object such as {"use_memory": false}.')
-        unknown = sorted(set(data) - {"use_memory", "agent_memory_enabled"})
+        unknown = sorted(set(data) - {"use_memory", "save_mode", "agent_memory_enabled"})
         if unknown:
             return _error("unknown_argument",
                           f"Unknown field(s) {', '.join(repr(name) for name in unknown)}; only 'use_memory' "
-                          "can be changed.")
-        if not isinstance(data.get("use_memory"), bool):
-            return _error("invalid_use_memory", '"use_memory" is required and must be true or false.')
-        services.set_use_memory(user_id=request.user.pk, use_memory=data["use_memory"], actor=Actor.USER)
+                          "and 'save_mode' can be changed.")
+        if "use_memory" not in data and "save_mode" not in data:
+            return _error("invalid_use_memory", 'Send "use_memory" (true or false) and/or "save_mode".')
+        if "use_memory" in data and not isinstance(data["use_memory"], bool):
+            return _error("invalid_use_memory", '"use_memory" must be true or false.')
+        if "save_mode" in data and data["save_mode"] not in preferences.SAVE_MODES:
+            return _error("invalid_save_mode", '"save_mode" must be "auto" or "ask".')
+        if "use_memory" in data:
+            services.set_use_memory(user_id=request.user.pk, use_memory=data["use_memory"], actor=Actor.USER)
+        if "save_mode" in data:
+            services.set_save_mode(user_id=request.user.pk, save_mode=data["save_mode"], actor=Actor.USER)
         return Response(MemorySettingsSerializer(self._payload(request)).data)
+
+
+# --- proposals ("ask before saving") ------------------------------------------------
+
+
+PROPOSAL_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The proposal's id.")
+PROPOSAL_GONE = OpenApiResponse(MemoryErrorSerializer, description="No pending proposal of yours has this id "
+                                "(saved, discarded, expired, or not yours).")
+
+
+def _proposal_id(pk: str) -> int:
+    """The path's id as a number; anything else names no proposal (a JSON 404, like an unknown id)."""
+    if not pk.isascii() or not pk.isdigit() or len(pk) > 18:
+        raise proposals.ProposalGone("No pending proposal of yours has this id.")
+    return int(pk)
+
+
+class ProposalAPIView(MemoryAPIView):
+    def handle_exception(self, exc):
+        if isinstance(exc, proposals.ProposalGone):
+            return _error("proposal_not_found", "No pending proposal of yours has this id: it was saved, "
+                          "discarded or has expired.", status_code=status.HTTP_404_NOT_FOUND)
+        return super().handle_exception(exc)
+
+
+class ProposalListView(ProposalAPIView):
+    """The caller's pending proposals."""
+
+    @extend_schema(
+        operation_id="memory_proposals_list", tags=["memory"], summary="Your pending memory proposals",
+        description="With save_mode ask, each finished chat reply that changed memory leaves a proposal here "
+                    "instead of saving it. Newest first; expired ones are gone.",
+        responses={200: ProposalListSerializer, 403: NOT_SIGNED_IN_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+    )
+    def get(self, request):
+        items = [proposal_payload(p) for p in proposals.pending(user_id=request.user.pk)]
+        return Response(ProposalListSerializer({"proposals": items}).data)
+
+
+class ProposalDetailView(ProposalAPIView):
+    """One pending proposal: read it or discard it."""
+
+    @extend_schema(
+        operation_id="memory_proposal_read", parameters=[PROPOSAL_ID], tags=["memory"], summary="One pending memory proposal",
+        responses={200: ProposalSerializer, 403: NOT_SIGNED_IN_RESPONSE, 404: PROPOSAL_GONE},
+    )
+    def get(self, request, pk: str):
+        proposal = proposals.get(user_id=request.user.pk, proposal_id=_proposal_id(pk))
+        return Response(ProposalSerializer(proposal_payload(proposal)).data)
+
+    @extend_schema(
+        operation_id="memory_proposal_discard", parameters=[PROPOSAL_ID], tags=["memory"], summary="Discard a memory proposal",
+        description="Nothing of it is saved; your history records that you discarded it (without content).",
+        request=None,
+        responses={204: OpenApiResponse(description="Discarded."), 403: NOT_SIGNED_IN_RESPONSE,
+                   404: PROPOSAL_GONE, 429: THROTTLED_RESPONSE},
+    )
+    def delete(self, request, pk: str):
+        services.discard_proposal(user_id=request.user.pk, proposal_id=_proposal_id(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProposalSaveView(ProposalAPIView):
+    """Save one pending proposal, all or nothing."""
+
+    @extend_schema(
+        operation_id="memory_proposal_save", parameters=[PROPOSAL_ID], tags=["memory"], summary="Save a memory proposal",
+        description="Commits the proposal's operations in order, all or nothing, with the same rules as every "
+                    "memory change. If your memory changed so that it no longer applies (an entry it edits "
+                    "was changed or removed, or it no longer fits), nothing is saved and the proposal stays "
+                    "for you to discard. edits replace the text of added facts, by position.",
+        request=ProposalSaveSerializer,
+        responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                   404: PROPOSAL_GONE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+    )
+    def post(self, request, pk: str):
+        proposal_id = _proposal_id(pk)
+        data = request.data if request.data is not None else {}
+        if not isinstance(data, dict):
+            return _error("invalid_body", 'Send a JSON object: {} or {"edits": [{"position": 1, "content": "..."}]}.')
+        unknown = sorted(set(data) - {"edits"})
+        if unknown:
+            return _error("unknown_argument", f"Unknown field(s) {', '.join(repr(n) for n in unknown)}; "
+                          "only 'edits' is accepted.")
+        edits = data.get("edits", [])
+        if not isinstance(edits, list) or not all(
+            isinstance(item, dict) and set(item) == {"position", "content"}
+            and isinstance(item["position"], int) and not isinstance(item["position"], bool)
+            and isinstance(item["content"], str)
+            for item in edits
+        ):
+            return _error("invalid_edit", '"edits" must be a list of {"position": <int>, "content": "<text>"}.')
+        result = services.save_proposal(user_id=request.user.pk, proposal_id=proposal_id,
+                                        edits={item["position"]: item["content"] for item in edits})
+        payload = state_payload(memory_state(user_id=request.user.pk))
+        payload.update(outcome=result.outcome, changed=list(result.changed))
+        return Response(CommitResponseSerializer(payload).data)

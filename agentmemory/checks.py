@@ -33,7 +33,13 @@ def check_limits(app_configs=None, **kwargs):
                     id="agentmemory.E001",
                 )
             )
-    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS"):
+    if values["DEFAULT_SAVE_MODE"] not in ("auto", "ask"):
+        errors.append(Error(
+            f"AGENTMEMORY['DEFAULT_SAVE_MODE'] is {values['DEFAULT_SAVE_MODE']!r}; it must be \"auto\" or \"ask\".",
+            hint="Set AGENTMEMORY_DEFAULT_SAVE_MODE to auto (save a finished reply's change) or ask (propose it).",
+            id="agentmemory.E005",
+        ))
+    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS", "PROPOSAL_TTL_DAYS"):
         value = values[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             errors.append(

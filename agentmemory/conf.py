@@ -31,6 +31,11 @@ DEFAULTS = {
     "COMMIT_LOCK_TIMEOUT_SECONDS": 3.0,
     # The reviewed memory policy the prompt uses (agentmemory/policy/memory_policy_<v>.md).
     "POLICY_VERSION": POLICY_VERSION,
+    # "auto" saves a finished turn's change; "ask" makes it a proposal the
+    # person saves or discards. Each person may choose their own.
+    "DEFAULT_SAVE_MODE": "auto",
+    # How long a pending proposal waits before `memory_expire_proposals` deletes it.
+    "PROPOSAL_TTL_DAYS": 7,
 }
 
 
@@ -45,6 +50,8 @@ class MemorySettings:
     read_timeout: float
     commit_lock_timeout: float
     policy_version: str
+    default_save_mode: str
+    proposal_ttl_days: float
 
 
 def memory_settings() -> MemorySettings:
@@ -60,4 +67,6 @@ def memory_settings() -> MemorySettings:
         read_timeout=float(values["READ_TIMEOUT_SECONDS"]),
         commit_lock_timeout=float(values["COMMIT_LOCK_TIMEOUT_SECONDS"]),
         policy_version=str(values["POLICY_VERSION"]),
+        default_save_mode=str(values["DEFAULT_SAVE_MODE"]),
+        proposal_ttl_days=float(values["PROPOSAL_TTL_DAYS"]),
     )

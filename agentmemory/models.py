@@ -69,6 +69,15 @@ class Outcome(models.TextChoices):
     # The person's "Use memory in chats" switch (MemoryPreference.use_memory).
     MEMORY_ON = "memory_on", "Memory turned on"
     MEMORY_OFF = "memory_off", "Memory turned off"
+    # Ask before saving: a turn's change became a proposal; the save mode changed.
+    PROPOSED = "proposed", "Proposed"
+    ASK_FIRST = "ask_first", "Ask before saving"
+    AUTO_SAVE = "auto_save", "Save automatically"
+
+
+class SaveMode(models.TextChoices):
+    AUTO = "auto", "Save changes automatically"
+    ASK = "ask", "Ask me before saving"
 
 
 class MemoryPreference(models.Model):
@@ -85,6 +94,9 @@ class MemoryPreference(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="memory_preference"
     )
     use_memory = models.BooleanField(default=True)
+    # "auto": a finished turn saves its change; "ask": it becomes a proposal
+    # the person saves or discards. "" follows AGENTMEMORY["DEFAULT_SAVE_MODE"].
+    save_mode = models.CharField(max_length=8, choices=SaveMode.choices, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -127,3 +139,37 @@ class MemoryEvent(models.Model):
 
     def __str__(self):
         return f"{self.get_outcome_display()} by {self.get_actor_display().lower()} for {self.user.get_username()}"
+
+
+class MemoryProposal(models.Model):
+    """A change the assistant proposed in "ask" mode, waiting for the person.
+
+    Memory content: covered by erase, export, the staff content permission
+    and retention (`memory_expire_proposals`); never logged. `operations`
+    are the turn's ordered, pinned operations (each replace/remove names the
+    exact entry it matched), saved all-or-nothing through the same locked
+    commit as the agent's, with the same stale-match rule. `conversation_id`
+    and `turn_id` name where it came from, as the chat app gave them (no
+    foreign key: agentmemory knows no chat); the chat clears the link when
+    the conversation is deleted.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_proposals"
+    )
+    operations = models.JSONField()
+    # Metadata: how many operations, for lists that must not load the text.
+    operation_count = models.PositiveSmallIntegerField(default=0)
+    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    turn_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        db_table = "agentmemory_proposal"
+        verbose_name = "memory proposal"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="agentmemory_proposal_user")]
+
+    def __str__(self):
+        return f"Memory proposal {self.pk} of {self.user.get_username()}"

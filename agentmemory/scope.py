@@ -81,6 +81,8 @@ class MemoryRequest:
     writes_enabled: bool
     ledger: MemoryLedger | None = None
     limits: Mapping[str, int] = field(default_factory=lambda: dict(LIMITS))
+    # The person reviews changes before they are saved ("ask before saving").
+    ask_first: bool = False
 
 
 current_memory_request: ContextVar[MemoryRequest | None] = ContextVar(
@@ -95,6 +97,7 @@ def memory_scope(
     *,
     snapshot: Snapshot | None = None,
     limits: Mapping[str, int] | None = None,
+    ask_first: bool = False,
 ) -> Iterator[MemoryRequest]:
     """Bind one authenticated person's memory to the current context.
 
@@ -109,6 +112,7 @@ def memory_scope(
         writes_enabled=writes_enabled,
         ledger=MemoryLedger(snapshot=snapshot) if writes_enabled else None,
         limits=dict(limits or LIMITS),
+        ask_first=ask_first,
     )
     token = current_memory_request.set(request)
     try:

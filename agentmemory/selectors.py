@@ -121,7 +121,23 @@ def state_payload(state: MemoryState) -> dict:
     }
 
 
-def export_payload(state: MemoryState, *, exported_at: datetime) -> dict:
+def proposal_payload(proposal) -> dict:
+    """Return one pending proposal (`proposals.Proposal`) as the API and the export show it."""
+    return {
+        "id": proposal.id,
+        "operations": [
+            {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
+             "entry": op.entry}
+            for op in proposal.operations
+        ],
+        "conversation_id": proposal.conversation_id,
+        "turn_id": proposal.turn_id,
+        "created_at": proposal.created_at,
+        "expires_at": proposal.expires_at,
+    }
+
+
+def export_payload(state: MemoryState, *, exported_at: datetime, proposals=()) -> dict:
     """Return a person's memory as a self-describing export.
 
     The entries can be sent back unchanged as `add` operations to
@@ -142,6 +158,8 @@ def export_payload(state: MemoryState, *, exported_at: datetime) -> dict:
             }
             for document in state.documents
         },
+        # Pending "ask before saving" proposals (`proposals.Proposal`): memory content too.
+        "proposals": [proposal_payload(proposal) for proposal in proposals],
     }
 
 

@@ -91,23 +91,59 @@ class LimitsSerializer(serializers.Serializer):
     memory = serializers.IntegerField()
 
 
-class ExportSerializer(serializers.Serializer):
-    format = serializers.CharField()
-    schema_version = serializers.IntegerField()
-    exported_at = serializers.DateTimeField()
-    limits = LimitsSerializer()
-    documents = ExportDocumentsSerializer()
-
-
 class MemorySettingsSerializer(serializers.Serializer):
-    """The person's own memory settings (`PUT` takes `use_memory`; unknown fields are refused)."""
+    """The person's own memory settings (`PUT` takes `use_memory` and/or `save_mode`; unknown fields are refused)."""
 
-    use_memory = serializers.BooleanField(
+    use_memory = serializers.BooleanField(required=False,
         help_text="Use memory in chats. Off: chats neither read nor change memory and the assistant is not "
                   "offered its memory tool; what is stored is kept and stays editable here.",
+    )
+    save_mode = serializers.ChoiceField(
+        choices=["auto", "ask"], required=False,
+        help_text="auto: a finished reply saves its memory change. ask: it is proposed to you, and saved "
+                  "only when you save the proposal (/api/memory/proposals/).",
     )
     agent_memory_enabled = serializers.BooleanField(
         read_only=True,
         help_text="Whether memory is rolled out on this deployment; when false no chat uses memory, "
                   "whatever use_memory says.",
     )
+
+
+class ProposedOperationSerializer(serializers.Serializer):
+    position = serializers.IntegerField(help_text="1-based; an add's text can be edited at this position.")
+    target = serializers.ChoiceField(choices=TARGETS)
+    action = serializers.ChoiceField(choices=ACTIONS)
+    content = serializers.CharField(allow_null=True, help_text="add/replace: the new entry.")
+    entry = serializers.CharField(allow_null=True, help_text="replace/remove: the entry it changes, as it was.")
+
+
+class ProposalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    operations = ProposedOperationSerializer(many=True)
+    conversation_id = serializers.IntegerField(allow_null=True, help_text="The chat it came from (null once deleted).")
+    turn_id = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+
+
+class ProposalListSerializer(serializers.Serializer):
+    proposals = ProposalSerializer(many=True)
+
+
+class ProposalEditSerializer(serializers.Serializer):
+    position = serializers.IntegerField(min_value=1)
+    content = serializers.CharField()
+
+
+class ProposalSaveSerializer(serializers.Serializer):
+    edits = ProposalEditSerializer(many=True, required=False, help_text="New text for added facts, by position.")
+
+
+class ExportSerializer(serializers.Serializer):
+    format = serializers.CharField()
+    schema_version = serializers.IntegerField()
+    exported_at = serializers.DateTimeField()
+    limits = LimitsSerializer()
+    documents = ExportDocumentsSerializer()
+    proposals = ProposalSerializer(many=True, help_text="Pending proposals (ask before saving).")

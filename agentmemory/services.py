@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 from django.db import transaction
 
-from . import preferences
+from . import preferences, proposals
 from .conf import memory_settings
-from .models import Actor, MemoryEvent, Outcome
+from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
 from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
 from .store import CommitResult, commit_operations, erase
@@ -76,6 +76,8 @@ def erase_memory(*, user_id, actor: str, staff=None) -> int:
     """
     with transaction.atomic():
         deleted = erase(user_id=user_id, actor=actor)
+        # Pending proposals are memory content too ("ask before saving").
+        MemoryProposal.objects.filter(user_id=user_id).delete()
         if staff is not None:
             _name_staff(user_id=user_id, actor=actor, staff=staff)
     broadcast_memory_changed_sync(user_id, Snapshot(), memory_settings().limits)
@@ -92,6 +94,24 @@ def set_use_memory(*, user_id, use_memory: bool, actor: str = Actor.USER, staff=
     if changed:
         broadcast_settings_changed_sync(user_id, use_memory=bool(use_memory))
     return changed
+
+
+def set_save_mode(*, user_id, save_mode: str, actor: str = Actor.USER) -> bool:
+    """Choose "auto" or "ask" (ask before saving) for the person; return True when it changed."""
+    return preferences.set_save_mode(user_id=user_id, save_mode=save_mode, actor=actor)
+
+
+def save_proposal(*, user_id, proposal_id, edits=None) -> CommitResult:
+    """Save one pending proposal of the person (all or nothing) and tell their open pages."""
+    result = proposals.save(user_id=user_id, proposal_id=proposal_id, edits=edits)
+    if result.changed:
+        broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
+    return result
+
+
+def discard_proposal(*, user_id, proposal_id) -> None:
+    """Drop one pending proposal of the person."""
+    proposals.discard(user_id=user_id, proposal_id=proposal_id)
 
 
 def _name_staff(*, user_id, actor: str, staff) -> None:

@@ -117,7 +117,14 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         )
     else:
         reply["status"] = "staged"
-        reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
+        if request.ask_first:
+            reply["message"] = (
+                f"Staged {_count(len(operations))}. This person reviews memory changes before they are saved: "
+                "when this turn completes the change is proposed to them, not saved. Tell them you proposed "
+                "it for their memory; do not say it is saved."
+            )
+        else:
+            reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
     return reply
 
 

@@ -19,7 +19,7 @@ The turn's `outcome` is decided once. After a commit has returned, nothing
 later (a reply that cannot be stored, a Stop, a disconnect) turns it into
 "discarded": `discard()` then returns the committed outcome unchanged.
 
-Outcome statuses (the `status` of `MemoryOutcome`): committed,
+Outcome statuses (the `status` of `MemoryOutcome`): committed, proposed,
 nothing_to_commit, unavailable, disabled, discarded, rejected. `code` names
 the reason (content-free); `message` is a plain sentence for the person;
 `memory_full` says the person should review their memory (a change was
@@ -31,6 +31,12 @@ the person switched it off (`agentmemory.preferences`, code "memory_off",
 read with the memory). A person who switches memory off while a turn runs
 gets nothing saved from that turn: the commit reads the switch under the
 person's lock (discarded, code "switched_off").
+
+A person who chose "ask before saving" (`preferences`, save_mode "ask") gets
+a proposal instead of a commit, created at the same point and under the same
+conditions (`agentmemory.proposals`): status proposed, with `proposal_id`.
+Set `conversation_id` and `turn_id` on the memory turn before `commit()` so
+the proposal says where it came from.
 """
 from __future__ import annotations
 
@@ -43,7 +49,7 @@ from dataclasses import dataclass, replace
 
 from django.db import close_old_connections
 
-from . import notify, preferences, store
+from . import notify, preferences, proposals, store
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
@@ -53,6 +59,7 @@ from .tool import MEMORY_UPDATE_TOOL
 logger = logging.getLogger(__name__)
 
 COMMITTED = "committed"
+PROPOSED = "proposed"
 NOTHING_TO_COMMIT = "nothing_to_commit"
 UNAVAILABLE = "unavailable"
 DISABLED = "disabled"
@@ -66,6 +73,7 @@ STATUS_UNAVAILABLE = "unavailable"
 # What the person reads for each status; `CODE_MESSAGES` refines it by code.
 OUTCOME_MESSAGES = {
     COMMITTED: "Memory saved.",
+    PROPOSED: "The assistant proposed a memory change; nothing is saved until you choose Save.",
     NOTHING_TO_COMMIT: "No memory change in this turn.",
     UNAVAILABLE: "Memory could not be read this turn: the answer was given without it and nothing was saved.",
     DISABLED: "Memory is off for this chat.",
@@ -109,6 +117,7 @@ class MemoryOutcome:
     usage: Mapping | None = None
     code: str = ""
     memory_full: bool = False
+    proposal_id: int | None = None  # status proposed: the proposal to save or discard
 
     @property
     def message(self) -> str:
@@ -128,6 +137,7 @@ class MemoryOutcome:
             "usage": dict(self.usage) if self.usage is not None else None,
             "code": self.code,
             "memory_full": self.memory_full,
+            "proposal_id": self.proposal_id,
         }
 
 
@@ -147,6 +157,11 @@ class MemoryTurn:
         self.enabled = config.enabled if enabled is None else enabled
         # Why memory is off for this turn when it is: "temporary", "memory_off", or "" (the deployment).
         self.off_code = ""
+        # "Ask before saving": the finished turn proposes its change instead of committing it.
+        self.ask_first = False
+        # Where a proposal came from (set by the chat before the commit); no content.
+        self.conversation_id: int | None = None
+        self.turn_id = ""
         if self.enabled and temporary:
             self.enabled, self.off_code = False, "temporary"
         self.limits = dict(limits or config.limits)
@@ -166,9 +181,11 @@ class MemoryTurn:
         try:
             # One bounded transaction for the person's switch and their memory.
             with store.bounded_wait(memory_settings().read_timeout, statement=True):
-                if not preferences.use_memory(user_id=self.user_id):
+                settings = preferences.load(user_id=self.user_id)
+                if not settings.use_memory:
                     self.enabled, self.off_code = False, "memory_off"
                     return None
+                self.ask_first = settings.ask_first
                 return store.load_snapshot(user_id=self.user_id)
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
@@ -225,7 +242,8 @@ class MemoryTurn:
             self._ledger = None
             yield None
             return
-        with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits) as request:
+        with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits,
+                          ask_first=self.ask_first) as request:
             self._ledger = request.ledger
             yield request
 
@@ -265,6 +283,8 @@ class MemoryTurn:
         if not operations:
             return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
         event = cancel_event or threading.Event()
+        if self.ask_first:
+            return await self._propose(operations, event)
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits)
         )
@@ -288,6 +308,31 @@ class MemoryTurn:
         except Exception as exc:
             return self._settle(self._failed(exc, len(operations)))
         return await self._committed(result, len(operations))
+
+    async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
+        """Store the staged batch as a proposal, at the point where a commit would run."""
+        worker = asyncio.ensure_future(asyncio.to_thread(
+            _with_connection_rules, proposals.create, user_id=self.user_id, operations=operations,
+            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
+        ))
+        try:
+            proposal_id = await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            event.set()  # the worker's transaction decides; learn what it decided
+            try:
+                proposal_id = await worker
+            except Exception as exc:
+                self._settle(self._failed(exc, len(operations)))
+            else:
+                self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
+            raise
+        except store.UnknownUser:
+            return await self.discard(reason="account_closed")
+        except store.MemoryTurnedOff:
+            return await self.discard(reason="switched_off")
+        except Exception as exc:
+            return self._settle(self._failed(exc, len(operations)))
+        return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
 
     async def discard(self, *, reason: str) -> MemoryOutcome:
         """End a turn that did not complete: drop what was staged; return the outcome.

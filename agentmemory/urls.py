@@ -16,4 +16,7 @@ urlpatterns = [
     path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),
     path("api/memory/export/", api.MemoryExportView.as_view(), name="api-export"),
     path("api/memory/settings/", api.MemorySettingsView.as_view(), name="api-settings"),
+    path("api/memory/proposals/", api.ProposalListView.as_view(), name="api-proposals"),
+    path("api/memory/proposals/<str:pk>/", api.ProposalDetailView.as_view(), name="api-proposal"),
+    path("api/memory/proposals/<str:pk>/save/", api.ProposalSaveView.as_view(), name="api-proposal-save"),
 ]

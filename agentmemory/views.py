@@ -32,7 +32,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, services, threats, words
+from . import preferences, proposals, services, threats, words
 from .api import MemoryWriteThrottle
 from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
@@ -215,7 +215,9 @@ def export(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # The API's serializer and renderer, so both downloads are the same document.
     body = JSONRenderer().render(
-        ExportSerializer(export_payload(state, exported_at=now)).data, renderer_context={"indent": 2}
+        ExportSerializer(export_payload(state, exported_at=now,
+                                        proposals=proposals.pending(user_id=request.user.pk))).data,
+        renderer_context={"indent": 2},
     )
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'

@@ -37,12 +37,17 @@ OUTCOMES = {
     "erased": "Erased",
     "memory_on": "Setting changed",
     "memory_off": "Setting changed",
+    "ask_first": "Setting changed",
+    "auto_save": "Setting changed",
+    "proposed": "Proposed",
 }
 
 # The switch's events: what changed, in History.
 _SWITCH_CHANGES = {
     "memory_on": "Turned on “Use memory in chats”",
     "memory_off": "Turned off “Use memory in chats”: chats neither use nor change memory",
+    "ask_first": "Chose “Ask me before saving”: the assistant proposes changes for you to save",
+    "auto_save": "Chose “Save automatically”: the assistant saves changes when its reply completes",
 }
 
 # Past tense when it happened, infinitive when it did not; and the preposition.
@@ -109,6 +114,7 @@ REASONS = {
     "memory_busy": CODE_MESSAGES["memory_busy"],
     "account_closed": CODE_MESSAGES["account_closed"],
     "switched_off": CODE_MESSAGES["switched_off"],
+    "proposal_discarded": "You discarded this proposed change, so nothing was saved.",
     "commit_failed": CODE_MESSAGES["commit_failed"],
     "entry_changed": "The entry had changed since the page was loaded, so nothing was saved.",
     "no_match": "The entry to change was no longer there, so nothing was saved.",
@@ -198,6 +204,8 @@ def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str
         return "Erased everything in your profile and your notes"
     if outcome in _SWITCH_CHANGES:
         return _SWITCH_CHANGES[outcome]
+    if outcome == "proposed":
+        return "Proposed to " + describe_changes(actions, targets, done=False).removeprefix("Tried to ")
     return describe_changes(actions, targets, done=outcome == "committed")
 
 
@@ -205,6 +213,8 @@ def event_reason(outcome: str, error_code: str) -> str:
     """Return why an event did not save, as a sentence; "" when it saved."""
     if outcome in ("committed", "erased", *_SWITCH_CHANGES):
         return ""
+    if outcome == "proposed":
+        return "Saved only if you choose Save (your memory page lists what waits)."
     if error_code:
         if error_code.startswith("threat_"):
             return f"It looked like {threat_label(error_code.removeprefix('threat_'))}, so nothing was saved."

@@ -63,7 +63,7 @@ TURN_EXAMPLES = [
             "reply": "Done: I added that to my notes. It is saved when this reply completes.",
             "model": "gpt-4o-mini",
             "memory": {"status": "committed", "message": "Memory saved.", "operation_count": 1,
-                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False},
+                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False, "proposal_id": None},
         },
         response_only=True, status_codes=["200"],
     ),
@@ -75,7 +75,7 @@ TURN_EXAMPLES = [
             "model": "gpt-4o-mini",
             "memory": {"status": "unavailable", "message": "Memory could not be read this turn: the answer was "
                        "given without it and nothing was saved.", "operation_count": 0, "changed": [],
-                       "usage": None, "code": "", "memory_full": False},
+                       "usage": None, "code": "", "memory_full": False, "proposal_id": None},
         },
         response_only=True, status_codes=["200"],
     ),
@@ -86,7 +86,7 @@ TURN_EXAMPLES = [
             "detail": "The model failed after proposing a memory change, so nothing was saved and no fallback "
                       "model ran. Send your message again.",
             "memory": {"status": "discarded", "message": "The turn did not complete, so its memory changes were "
-                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": "", "memory_full": False},
+                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": "", "memory_full": False, "proposal_id": None},
         },
         response_only=True, status_codes=["502"],
     ),

@@ -78,6 +78,9 @@ class MemoryOutcomeSerializer(serializers.Serializer):
     memory_full = serializers.BooleanField(
         help_text="true when the person should review their memory: a change did not fit, or it is 90 % full.",
     )
+    proposal_id = serializers.IntegerField(
+        allow_null=True, help_text="status proposed: the proposal to save or discard (/api/memory/proposals/).",
+    )
 
 
 class TurnResponseSerializer(serializers.Serializer):

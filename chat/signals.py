@@ -64,3 +64,11 @@ def on_account_saved(sender, instance, created, update_fields=None, **kwargs) ->
 def on_account_deleted(sender, instance, **kwargs) -> None:
     user_id = instance.pk
     transaction.on_commit(lambda: close_sockets(user_id, "deleted"))
+
+
+@receiver(post_delete, sender="chat.Conversation")
+def forget_proposal_source(sender, instance, **kwargs) -> None:
+    """A deleted conversation leaves pending memory proposals in place, without the link to it."""
+    from agentmemory.models import MemoryProposal
+
+    MemoryProposal.objects.filter(user_id=instance.user_id, conversation_id=instance.pk).update(conversation_id=None)

@@ -45,9 +45,10 @@ def test_memory_is_on_by_default_and_the_deployment_flag_is_reported(user):
     response = client_for(user).get(SETTINGS)
 
     assert response.status_code == 200
-    assert response.json() == {"use_memory": True, "agent_memory_enabled": True}
+    assert response.json() == {"use_memory": True, "save_mode": "auto", "agent_memory_enabled": True}
     with override_settings(AGENTMEMORY={"ENABLED": False}):
-        assert client_for(user).get(SETTINGS).json() == {"use_memory": True, "agent_memory_enabled": False}
+        assert client_for(user).get(SETTINGS).json() == {"use_memory": True, "save_mode": "auto",
+                                                         "agent_memory_enabled": False}
 
 
 def test_turning_memory_off_and_on_is_audited_once_per_change(user):
