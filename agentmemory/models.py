@@ -22,6 +22,9 @@ class MemoryDocument(models.Model):
     )
     memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
     content = models.TextField()
+    # One source per entry, in order (`agentmemory.provenance`): who last set
+    # it and when, ids only, never content. NULL for rows written before it.
+    provenance = models.JSONField(null=True, blank=True)
     schema_version = models.PositiveSmallIntegerField(default=SCHEMA_VERSION)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
