@@ -80,7 +80,7 @@ def wants_json(request: HttpRequest) -> bool:
 @require_http_methods(["GET", "HEAD"])
 def memory_page(request: HttpRequest) -> HttpResponse:
     flash = request.session.pop(FLASH_KEY, None) or {}
-    entry_errors, add_errors, drafts = {}, {}, {}
+    entry_errors, add_errors, drafts, proposal_errors = {}, {}, {}, {}
     error = flash.get("error")
     if isinstance(error, dict):
         key = tuple(error.get("key") or ())
@@ -89,11 +89,15 @@ def memory_page(request: HttpRequest) -> HttpResponse:
             add_errors[key[1]] = message
         elif key[:1] == ("entry",) and len(key) == 3:
             entry_errors[key] = message
+        elif key[:1] == ("proposal",) and len(key) == 2:
+            proposal_errors[key[1]] = message
+            for position, text in (error.get("drafts") or {}).items():
+                drafts[("proposal", key[1], str(position))] = str(text)
         if "draft" in error and key:
             drafts[key] = str(error["draft"])
     return _render_page(
         request, entry_errors=entry_errors, add_errors=add_errors, drafts=drafts,
-        page_error=str(flash.get("page_error", "")),
+        proposal_errors=proposal_errors, page_error=str(flash.get("page_error", "")),
     )
 
 
@@ -179,6 +183,89 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
     return redirect("agentmemory:page")
 
 
+@form_post
+def save_mode(request: HttpRequest) -> HttpResponse:
+    """The person's "Save changes" setting: save automatically, or ask before saving (the API's save_mode)."""
+    value = request.POST.get("save_mode", "")
+    if value not in preferences.SAVE_MODES:
+        return _failed(request, "Choose whether the assistant saves changes itself or asks you first.", status=400)
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429)
+    try:
+        services.set_save_mode(user_id=request.user.pk, save_mode=value, actor=Actor.USER)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("save mode change failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503)
+    message = SAVE_ASK if value == "ask" else SAVE_AUTO
+    if wants_json(request):
+        return JsonResponse({"ok": True, "message": message, "save_mode": value})
+    messages.success(request, message)
+    return redirect("agentmemory:page")
+
+
+SAVE_AUTO = "Changes are saved automatically: the assistant saves a memory change when its reply completes."
+SAVE_ASK = ("The assistant now asks before saving: each change it proposes waits for you under "
+            "\u201cWaiting for you\u201d and in the chat.")
+PROPOSAL_SAVED = "Saved to your memory."
+PROPOSAL_UNCHANGED = "Saved; your memory already held this, so nothing changed."
+PROPOSAL_DISCARDED = "Discarded; nothing was saved."
+
+
+@form_post
+def save_proposal(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save one pending proposal (all or nothing), with the person's edits of added facts."""
+    try:
+        proposal = proposals.get(user_id=request.user.pk, proposal_id=pk)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except DatabaseError:
+        return _failed(request, NOT_SAVED, status=503)
+    key = ("proposal", pk)
+    edits, drafts = {}, {}
+    for operation in proposal.operations:
+        field = f"content-{operation.position}"
+        if operation.editable and field in request.POST:
+            text = request.POST[field][:MAX_FIELD_CHARS]
+            drafts[str(operation.position)] = text
+            if normalize_text(text) != normalize_text(operation.content or ""):
+                edits[operation.position] = text
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429, key=key, drafts=drafts)
+    try:
+        result = services.save_proposal(user_id=request.user.pk, proposal_id=pk, edits=edits)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except MemoryValidationError as exc:
+        message = words.proposal_message(exc.code, target=exc.target, limits=memory_settings().limits)
+        return _failed(request, message, status=400, key=key, drafts=drafts)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("proposal save failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503, key=key, drafts=drafts)
+    message = PROPOSAL_SAVED if result.changed else PROPOSAL_UNCHANGED
+    if wants_json(request):
+        return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message})
+    messages.success(request, message)
+    return redirect(reverse("agentmemory:page") + "#proposals")
+
+
+@form_post
+def discard_proposal(request: HttpRequest, pk: int) -> HttpResponse:
+    """Drop one pending proposal; nothing of it is saved."""
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429, key=("proposal", pk))
+    try:
+        services.discard_proposal(user_id=request.user.pk, proposal_id=pk)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except DatabaseError:
+        logger.warning("proposal discard failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503, key=("proposal", pk))
+    if wants_json(request):
+        return JsonResponse({"ok": True, "message": PROPOSAL_DISCARDED})
+    messages.success(request, PROPOSAL_DISCARDED)
+    return redirect(reverse("agentmemory:page") + "#proposals")
+
+
 SWITCH_ON = "Memory is on: the assistant reads and updates your memory in chats."
 SWITCH_OFF = ("Memory is off: your chats neither read nor change your memory. "
               "What is stored stays here until you remove it.")
@@ -249,7 +336,8 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
     return redirect(reverse("agentmemory:page"))
 
 
-def _failed(request, message: str, *, status: int, key: tuple = (), draft: str | None = None) -> HttpResponse:
+def _failed(request, message: str, *, status: int, key: tuple = (), draft: str | None = None,
+            drafts: dict | None = None) -> HttpResponse:
     """Answer a post that changed nothing.
 
     The page's script gets `{"ok": false, "message": ...}` with the status
@@ -264,6 +352,8 @@ def _failed(request, message: str, *, status: int, key: tuple = (), draft: str |
         error = {"key": list(key), "message": message}
         if draft is not None:
             error["draft"] = draft[:MAX_FIELD_CHARS]
+        if drafts:  # a proposal's edited facts, by position
+            error["drafts"] = {str(position): text[:MAX_FIELD_CHARS] for position, text in drafts.items()}
         flash["error"] = error
     else:
         flash["page_error"] = message
@@ -273,6 +363,8 @@ def _failed(request, message: str, *, status: int, key: tuple = (), draft: str |
         url += f"#add-{key[1]}"
     elif key[:1] == ("entry",) and key[1:2] and key[1] in TARGETS:
         url += f"#document-{key[1]}"
+    elif key[:1] == ("proposal",) and len(key) == 2:
+        url += f"#proposal-{int(key[1])}"
     return redirect(url)
 
 
@@ -328,10 +420,12 @@ def _render_page(
     entry_errors: dict | None = None,
     add_errors: dict | None = None,
     drafts: dict | None = None,
+    proposal_errors: dict | None = None,
     page_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     entry_errors = entry_errors or {}
+    proposal_errors = dict(proposal_errors or {})
     add_errors = add_errors or {}
     drafts = drafts or {}
     try:
@@ -362,15 +456,18 @@ def _render_page(
                 "add_error": add_errors.pop(document.target, ""),
                 "add_draft": drafts.get(("add", document.target), ""),
             })
+    waiting = _pending_proposals(request.user.pk, proposal_errors, drafts) if state is not None else []
     # An error about an entry no longer on the page (or a tampered target)
     # still needs a place to be read.
-    leftover = [*entry_errors.values(), *add_errors.values()]
+    leftover = [*entry_errors.values(), *add_errors.values(), *proposal_errors.values()]
     if leftover and not page_error:
         page_error = leftover[0]
     try:
-        use_memory = preferences.use_memory(user_id=request.user.pk)
+        settings = preferences.load(user_id=request.user.pk)
+        use_memory, save_mode_value = settings.use_memory, settings.save_mode
     except MemoryUnavailable:
         use_memory = None  # unknown: the switch is shown without a state
+        save_mode_value = None
     history = None
     if state is not None:
         history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
@@ -381,6 +478,45 @@ def _render_page(
         "history": history,
         "page_error": page_error,
         "use_memory": use_memory,
+        "save_mode": save_mode_value,
+        "proposals": waiting,
+        "proposal_ttl_days": memory_settings().proposal_ttl_days,
         "memory_enabled": memory_settings().enabled,
     }
     return render(request, "agentmemory/memory_page.html", context, status=status)
+
+
+def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
+    """The person's pending proposals as the page shows them, with a failed save's error and drafts.
+
+    An error whose proposal is shown is taken out of `errors`; what is left
+    belongs to a proposal no longer waiting.
+    """
+    try:
+        pending = proposals.pending(user_id=user_id)
+    except DatabaseError:
+        return []
+    items = []
+    for proposal in pending:
+        operations = []
+        for op in proposal.operations:
+            key = ("proposal", proposal.id, str(op.position))
+            operations.append({
+                "position": op.position,
+                "action": op.action,
+                "label": words.proposal_action(op.action, op.target),
+                "content": op.content,
+                "entry": op.entry,
+                "editable": op.editable,
+                "draft": drafts.get(key, op.content or ""),
+                "open": key in drafts and drafts[key] != (op.content or ""),
+            })
+        items.append({
+            "id": proposal.id,
+            "operations": operations,
+            "created_at": proposal.created_at,
+            "expires_at": proposal.expires_at,
+            "from_chat": proposal.conversation_id is not None,
+            "error": errors.pop(proposal.id, ""),
+        })
+    return items

@@ -169,6 +169,33 @@ def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, i
     return RULE_MESSAGES.get(code, RULE_FALLBACK)
 
 
+# "Ask before saving": a proposed change as the person reviews it, and why saving it failed.
+PROPOSAL_ACTIONS = {
+    ("add", "user"): "Add to your profile",
+    ("add", "memory"): "Add to your notes",
+    ("replace", "user"): "Change in your profile",
+    ("replace", "memory"): "Change in your notes",
+    ("remove", "user"): "Remove from your profile",
+    ("remove", "memory"): "Remove from your notes",
+}
+PROPOSAL_STALE = ("Your memory changed since this was proposed, so it no longer applies. Nothing was saved; "
+                  "you can discard it.")
+PROPOSAL_GONE = "This proposed change is no longer waiting: it was saved, discarded or has expired."
+_STALE_CODES = frozenset({"conflict", "no_match", "ambiguous_match", "entry_changed", "replace_duplicate"})
+
+
+def proposal_action(action: str, target: str) -> str:
+    """Return e.g. "Add to your notes" for one operation of a proposal."""
+    return PROPOSAL_ACTIONS.get((action, target), "Change your memory")
+
+
+def proposal_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
+    """Return the plain sentence for a proposal that could not be saved (its rule's code)."""
+    if code in _STALE_CODES:
+        return PROPOSAL_STALE
+    return rule_message(code, target=target, limits=limits)
+
+
 def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, done: bool = True) -> str:
     """Return e.g. "Added 1 entry to your notes" from an event's counts.
 

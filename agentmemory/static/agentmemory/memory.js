@@ -5,6 +5,8 @@
 //   form with fetch and `Accept: application/json`. An error appears beside
 //   its field and takes the focus; nothing navigates. A success refreshes the
 //   entries in place and says so in a status line.
+// - "Save changes" and the Save / Discard of a proposal under "Waiting for
+//   you" post the same way; a proposal's outcome refreshes the list in place.
 // - When this person's memory commits anywhere (a chat turn, another tab, the
 //   API), the chat socket at /ws/chat/ sends {"type": "memory_changed", ...};
 //   the entries and History are then refreshed in place, keeping the scroll
@@ -60,7 +62,7 @@
     if (slot) slot.replaceChildren();
     var field = form.querySelector("textarea");
     if (field) field.removeAttribute("aria-invalid");
-    var entry = form.closest(".memory-entry");
+    var entry = form.closest(".memory-entry, .proposal");
     if (entry) entry.classList.remove("has-error");
   }
 
@@ -75,7 +77,7 @@
     }
     var field = form.querySelector("textarea");
     if (field) field.setAttribute("aria-invalid", "true");
-    var entry = form.closest(".memory-entry");
+    var entry = form.closest(".memory-entry, .proposal");
     if (entry) entry.classList.add("has-error");
     line.focus();
   }
@@ -98,7 +100,8 @@
 
   // --- posting the forms ----------------------------------------------------------
 
-  var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch";
+  var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch, .memory-save-mode, " +
+    ".proposal-save, .proposal-discard";
 
   root.addEventListener("submit", function (event) {
     var form = event.target;
@@ -124,6 +127,7 @@
       form.removeAttribute("aria-busy");
       if (!answer || !answer.ok) {
         if (form.matches(".memory-switch")) revertSwitch(form);
+        if (form.matches(".memory-save-mode")) revertSaveMode();
         showFieldError(form, (answer && answer.message) || NOT_READ);
         return;
       }
@@ -131,6 +135,12 @@
       if (form.matches(".memory-switch")) {
         setSwitch(answer.use_memory);
         showStatus(answer.message);
+        return;
+      }
+      if (form.matches(".memory-save-mode")) {
+        setSaveMode(answer.save_mode);
+        showStatus(answer.message);
+        refresh(); // "Waiting for you" shows while the assistant asks first
         return;
       }
       var next = focusAfter(form);
@@ -147,6 +157,10 @@
   // Where the focus goes after a change: the add box stays; after a
   // correction or a removal, the entry now in that place, else the add box.
   function focusAfter(form) {
+    if (form.matches(".proposal-save, .proposal-discard")) {
+      // The section's heading while it stays (other proposals, or asking first), else the first add box.
+      return { id: "proposals-title", fallback: "add-user" };
+    }
     if (form.matches(".memory-add")) {
       return { id: form.querySelector("textarea").id };
     }
@@ -177,6 +191,40 @@
     switchBox.setAttribute("data-saved", switchBox.checked ? "1" : "0");
     switchBox.addEventListener("change", function () {
       switchForm.requestSubmit();
+    });
+  }
+
+  // --- "Save changes": save automatically or ask first -------------------------------
+
+  var saveModeForm = document.getElementById("save-mode");
+  var saveModeState = document.getElementById("save-mode-state");
+  var SAVE_MODE_STATES = {
+    ask: "The assistant proposes each memory change; nothing is saved until you choose Save.",
+    auto: "The assistant saves a memory change when its reply completes.",
+  };
+
+  function saveModeChoices() {
+    return saveModeForm ? saveModeForm.querySelectorAll('input[name="save_mode"]') : [];
+  }
+
+  function setSaveMode(mode) {
+    if (!SAVE_MODE_STATES[mode]) return;
+    Array.prototype.forEach.call(saveModeChoices(), function (choice) {
+      choice.checked = choice.value === mode;
+    });
+    if (saveModeForm) saveModeForm.setAttribute("data-saved", mode);
+    if (saveModeState) saveModeState.textContent = SAVE_MODE_STATES[mode];
+  }
+
+  function revertSaveMode() {
+    if (saveModeForm) setSaveMode(saveModeForm.getAttribute("data-saved"));
+  }
+
+  if (saveModeForm) {
+    var checked = saveModeForm.querySelector('input[name="save_mode"]:checked');
+    saveModeForm.setAttribute("data-saved", checked ? checked.value : "auto");
+    saveModeForm.addEventListener("change", function () {
+      saveModeForm.requestSubmit();
     });
   }
 
@@ -239,6 +287,7 @@
       node = anchor ? anchor.querySelectorAll(FOCUSABLE)[key.index] || null : null;
     }
     if (!node && key.id) node = document.getElementById(key.id);
+    if (!node && key.fallback) node = document.getElementById(key.fallback);
     if (!node) return false;
     node.focus({ preventScroll: true });
     return document.activeElement === node;
@@ -356,6 +405,14 @@
       window.setTimeout(connect, Math.min(30000, 1000 * Math.pow(2, attempts)));
     });
   }
+
+  // A chat's proposal sends no frame: when the person comes back to this tab,
+  // "Waiting for you" is brought up to date the same careful way.
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState !== "visible" || leaving) return;
+    if (hasUnsavedTyping() || showsError()) return;
+    refresh();
+  });
 
   focusServerError();
   connect();
