@@ -39,6 +39,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.signals import setting_changed
 from django.db import (
@@ -250,7 +251,11 @@ def commit_operations(
     while True:
         try:
             # One transaction and one cursor: lock, reload, write, record the event.
-            with _lock_wait(db, config.commit_lock_timeout), transaction.atomic(), _commit_cursor(db, sql) as cursor:
+            with (
+                _lock_wait(db, config.commit_lock_timeout),
+                _transaction(db) as direct,
+                _commit_cursor(db, sql, direct=bool(direct)) as cursor,
+            ):
                 if cancelled():
                     raise CommitCancelled()
                 # Only the agent's commit needs a live account with memory switched
@@ -299,6 +304,59 @@ def commit_operations(
         outcome=outcome,
         limits=dict(limits),
     )
+
+
+def _transaction(db):
+    """The commit's transaction: psycopg's own on PostgreSQL, Django's atomic otherwise.
+
+    On a PostgreSQL connection in autocommit mode and outside any atomic
+    block, psycopg's `transaction()` sends the same BEGIN and COMMIT (or
+    ROLLBACK on an exception) without Django's atomic bookkeeping, which cost
+    a tenth of the commit's client CPU (bench/commit.py). The commit
+    registers no on_commit hooks and runs no ORM query inside, and errors
+    are translated as Django's would be. Inside a caller's atomic block (or
+    on SQLite, whose BEGIN IMMEDIATE Django issues) it is Django's atomic.
+    """
+    if db.vendor != "postgresql" or db.in_atomic_block:
+        return transaction.atomic()  # enters as None: Django's cursor inside
+    return _PsycopgTransaction(db)
+
+
+class _PsycopgTransaction:
+    """psycopg's transaction on Django's connection; enters as True (errors translated here)."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+
+    def __enter__(self):
+        db = self.db
+        db.close_if_health_check_failed()
+        db.ensure_connection()
+        if not db.get_autocommit():  # someone turned autocommit off: let Django manage it
+            self.inner = transaction.atomic()
+            self.inner.__enter__()
+            return False
+        self.errors = db.wrap_database_errors
+        self.inner = db.connection.transaction()
+        try:
+            self.inner.__enter__()
+        except BaseException as exc:
+            self.errors.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return True
+
+    def __exit__(self, exc_type, exc, traceback):
+        if isinstance(self.inner, transaction.Atomic):
+            return self.inner.__exit__(exc_type, exc, traceback)
+        try:
+            self.inner.__exit__(exc_type, exc, traceback)
+        except BaseException as error:  # COMMIT or ROLLBACK failed
+            with self.errors:
+                raise error
+            raise
+        if exc is not None:
+            self.errors.__exit__(exc_type, exc, traceback)  # re-raises a psycopg error as Django's
+        return False
 
 
 def _lock_wait(db, seconds: float):
@@ -357,10 +415,17 @@ class _Statements:
     direct_event: bool = False  # the event columns match _EVENT_COLUMNS
     now_field: object = None  # MemoryDocument.updated_at, to adapt "now" once per commit
 
+    int_owner: bool = False  # the user model's key is an integer: an int needs no preparing
+    now_as_is: bool = False  # the backend takes an aware datetime as it is (PostgreSQL)
+
     def owner(self, user_id):
+        if self.int_owner and type(user_id) is int:
+            return user_id
         return self.owner_field.get_db_prep_value(user_id, connection)
 
     def now(self):
+        if self.now_as_is:
+            return timezone.now()
         return self.now_field.get_db_prep_value(timezone.now(), connection)
 
 
@@ -433,15 +498,29 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         direct_event=direct_event,
         now_field=MemoryDocument._meta.get_field("updated_at"),
         binding_cursor=_server_binding_cursor() if vendor == "postgresql" else None,
+        int_owner=user_model._meta.pk.get_internal_type() in _INTEGER_KEYS,
+        now_as_is=vendor == "postgresql" and settings.USE_TZ,
     )
 
 
+_INTEGER_KEYS = frozenset({"AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField"})
+
+
 def _server_binding_cursor() -> type | None:
+    global _ClientCursor
     try:
         from django.db.backends.postgresql.base import ServerBindingCursor, is_psycopg3
     except ImportError:  # pragma: no cover - another driver
         return None
-    return ServerBindingCursor if is_psycopg3 else None
+    if not is_psycopg3:
+        return None
+    import psycopg
+
+    _ClientCursor = psycopg.ClientCursor
+    return ServerBindingCursor
+
+
+_ClientCursor = None
 
 
 # Set when the server refused one of our prepared statements: this process
@@ -449,7 +528,7 @@ def _server_binding_cursor() -> type | None:
 _prepared_statements_off = False
 
 
-def _commit_cursor(db, sql: _Statements):
+def _commit_cursor(db, sql: _Statements, *, direct: bool = False):
     """Return the commit's one cursor.
 
     Django binds parameters client-side and so never prepares a statement.
@@ -458,10 +537,20 @@ def _commit_cursor(db, sql: _Statements):
     statements go through a server-side binding cursor on the same
     connection and transaction, so psycopg prepares each after it ran that
     many times and later runs skip parsing and planning. The ORM's own
-    queries keep Django's client-side binding. The cursor is wrapped like
-    Django's own (error translation, the query log, execute wrappers).
+    queries keep Django's client-side binding.
+
+    Inside psycopg's own transaction (`direct`, which translates errors)
+    the cursor is psycopg's, unwrapped, unless something watches Django's
+    cursors (the query log, an execute wrapper): then it is wrapped like
+    Django's own.
     """
-    if sql.binding_cursor is None or _prepared_statements_off:
+    if sql.binding_cursor is None:
+        return db.cursor()
+    if direct and not db.queries_logged and not db.execute_wrappers:
+        if _prepared_statements_off or db.connection.prepare_threshold is None:
+            return _ClientCursor(db.connection)  # Django's binding, without its wrapper
+        return sql.binding_cursor(db.connection)
+    if _prepared_statements_off:
         return db.cursor()
     db.close_if_health_check_failed()
     db.ensure_connection()
