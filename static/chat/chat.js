@@ -32,6 +32,7 @@
   const memoryLink = document.getElementById("memory-link");
   const settingsUrl = root.dataset.settingsUrl;
   const memoryUrl = root.dataset.memoryUrl || "/memory/";
+  const proposalsUrl = root.dataset.proposalsUrl || "/api/memory/proposals/";
 
   let socket = null;
   let retryDelay = 500;
@@ -43,6 +44,7 @@
 
   const OUTCOME_LABELS = {
     committed: "Memory saved",
+    proposed: "Memory change proposed",
     nothing_to_commit: "No memory change",
     unavailable: "Memory unavailable this turn",
     disabled: "Memory off",
@@ -233,6 +235,9 @@
         running.bubble.removeAttribute("aria-busy");
         if (frame.notice) running.notes.appendChild(el("p", "notice", frame.notice));
         appendOutcome(running.notes, frame.memory);
+        if (frame.memory && frame.memory.status === "proposed" && frame.memory.proposal_id) {
+          showProposal(running.notes, frame.memory.proposal_id);
+        }
         noteCapacity(frame.memory);
         showUsage(frame.memory && frame.memory.usage);
         announce(finishedText(frame.message.content, frame.memory));
@@ -396,9 +401,10 @@
     api(listUrl + id + "/messages/").then(function (items) {
       conversationId = id;
       messages.replaceChildren();
-      items.forEach(function (message) {
-        addMessage(message.role, message.content, message.memory_outcome);
+      const shown = items.map(function (message) {
+        return { message: message, added: addMessage(message.role, message.content, message.memory_outcome) };
       });
+      attachPending(shown);
       loadConversations();
     }).catch(function () {
       addNotice("Could not open that conversation; it may have been deleted.");
@@ -448,13 +454,243 @@
     api(listUrl + id + "/messages/").then(function (items) {
       if (conversationId !== id) return; // the person moved on meanwhile
       const first = messages.firstChild;
-      items.forEach(function (message) {
+      const shown = items.map(function (message) {
         const added = addMessage(message.role, message.content, message.memory_outcome);
         if (first) messages.insertBefore(added.item, first);
+        return { message: message, added: added };
       });
+      attachPending(shown);
       scrollDown();
     }).catch(function () {
       if (conversationId === id && !running) startNew();
+    });
+  }
+
+  // --- ask before saving: a proposed memory change to save or discard -------------------
+  //
+  // A turn whose outcome is "proposed" saved nothing: its change waits as a
+  // proposal (/api/memory/proposals/<id>/). Under the reply it is shown in
+  // plain words with Save and Discard, and an Edit box for each added fact.
+  // The memory page lists the same proposals under "Waiting for you".
+
+  const PROPOSAL_ACTIONS = {
+    add: { user: "Add to your profile", memory: "Add to your notes" },
+    replace: { user: "Change in your profile", memory: "Change in your notes" },
+    remove: { user: "Remove from your profile", memory: "Remove from your notes" },
+  };
+  const PROPOSAL_WORDS = {
+    saved: "Saved to your memory.",
+    unchanged: "Saved; your memory already held this, so nothing changed.",
+    discarded: "Discarded; nothing was saved.",
+    stale: "Your memory changed since this was proposed, so it no longer applies. Nothing was saved; " +
+      "you can discard it.",
+    gone: "This proposed change is no longer waiting: it was saved, discarded or has expired.",
+    empty: "Write the fact itself before saving.",
+    full: "This does not fit: your memory would be over its limit. Nothing was saved; remove something " +
+      "on your memory page first.",
+    failed: "This change could not be saved; nothing was saved. Check the text and try again.",
+    offline: "The change could not be sent; nothing was saved. Check your connection and try again.",
+    unreadable: "The proposed change could not be shown. Your memory page lists it under \u201cWaiting for you\u201d.",
+  };
+  const STALE_CODES = { conflict: true, no_match: true, ambiguous_match: true, entry_changed: true,
+    replace_duplicate: true };
+
+  // Like api(), but a refusal's JSON body is returned too: {status, body}.
+  function apiAnswer(url, options) {
+    const settings = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
+    settings.headers = Object.assign({ Accept: "application/json" }, settings.headers);
+    if (settings.method && settings.method !== "GET") settings.headers["X-CSRFToken"] = csrfToken;
+    return fetch(url, settings).then(function (response) {
+      if (response.status === 204) return { status: 204, body: null };
+      return response.json().catch(function () {
+        return null;
+      }).then(function (body) {
+        return { status: response.status, body: body };
+      });
+    }, function () {
+      return { status: 0, body: null };
+    });
+  }
+
+  function quoted(text) {
+    return "\u201c" + (text || "") + "\u201d";
+  }
+
+  function proposalLine(operation) {
+    const names = PROPOSAL_ACTIONS[operation.action] || {};
+    const label = names[operation.target] || "Change your memory";
+    if (operation.action === "replace") return label + ": " + quoted(operation.entry) + " \u2192 " + quoted(operation.content);
+    if (operation.action === "remove") return label + ": " + quoted(operation.entry);
+    return label + ": " + quoted(operation.content);
+  }
+
+  function showProposal(notes, proposalId) {
+    const box = el("div", "chat-proposal");
+    box.dataset.proposalId = proposalId;
+    notes.appendChild(box);
+    apiAnswer(proposalsUrl + proposalId + "/").then(function (answer) {
+      if (answer.status === 200 && answer.body && Array.isArray(answer.body.operations)) {
+        renderProposal(box, answer.body);
+      } else {
+        box.appendChild(el("p", "proposal-result", answer.status === 404 ? PROPOSAL_WORDS.gone : PROPOSAL_WORDS.unreadable));
+      }
+      scrollDown();
+    });
+  }
+
+  function renderProposal(box, proposal) {
+    const prefix = "chat-proposal-" + proposal.id;
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-labelledby", prefix + "-title");
+    box.appendChild(el("p", "proposal-title visually-hidden", "Proposed memory change")).id = prefix + "-title";
+    const list = el("ul", "proposal-ops");
+    list.id = prefix + "-ops";
+    const edits = [];
+    proposal.operations.forEach(function (operation) {
+      const item = el("li", "proposal-op");
+      item.appendChild(el("span", "proposal-line", proposalLine(operation)));
+      if (operation.action === "add") {
+        const editId = prefix + "-edit-" + operation.position;
+        const toggle = el("button", "proposal-edit-toggle", "Edit");
+        toggle.type = "button";
+        toggle.appendChild(el("span", "visually-hidden", " this fact before saving"));
+        toggle.setAttribute("aria-expanded", "false");
+        toggle.setAttribute("aria-controls", editId);
+        const editor = el("div", "proposal-edit");
+        editor.id = editId;
+        editor.hidden = true;
+        const label = el("label", null, "Text to save");
+        label.htmlFor = editId + "-text";
+        const field = el("textarea");
+        field.id = editId + "-text";
+        field.rows = 2;
+        field.value = operation.content || "";
+        field.setAttribute("aria-describedby", prefix + "-result");
+        editor.append(label, field);
+        toggle.addEventListener("click", function () {
+          const open = editor.hidden;
+          editor.hidden = !open;
+          toggle.setAttribute("aria-expanded", open ? "true" : "false");
+          if (open) field.focus();
+        });
+        item.append(" ", toggle, editor);
+        edits.push({ position: operation.position, original: operation.content || "", field: field });
+      }
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+
+    const actions = el("div", "proposal-actions");
+    const save = el("button", "proposal-save", "Save");
+    save.type = "button";
+    const discard = el("button", "proposal-discard", "Discard");
+    discard.type = "button";
+    [save, discard].forEach(function (button) {
+      button.setAttribute("aria-describedby", list.id);
+    });
+    actions.append(save, discard);
+    box.appendChild(actions);
+    const result = el("p", "proposal-result");
+    result.id = prefix + "-result";
+    result.tabIndex = -1;
+    box.appendChild(result);
+
+    function busy(on) {
+      save.disabled = on;
+      discard.disabled = on;
+      box.setAttribute("aria-busy", on ? "true" : "false");
+    }
+
+    // The proposal is settled: no more buttons; the sentence takes the focus.
+    function settle(text, className, link) {
+      actions.remove();
+      box.querySelectorAll(".proposal-edit-toggle, .proposal-edit").forEach(function (node) {
+        node.remove();
+      });
+      tell(text, className, link);
+    }
+
+    function tell(text, className, link) {
+      result.className = "proposal-result " + (className || "");
+      result.replaceChildren(text);
+      if (link) {
+        const anchor = el("a", null, "See your memory page");
+        anchor.href = memoryUrl;
+        result.append(" ", anchor, ".");
+      }
+      result.focus();
+      announce(text);
+      scrollDown();
+    }
+
+    function refused(answer) {
+      const code = (answer.body && answer.body.code) || "";
+      if (answer.status === 404) return settle(PROPOSAL_WORDS.gone, "is-bad");
+      if (answer.status === 400 && STALE_CODES[code]) {
+        // The proposal stays on the server until it is discarded; saving again cannot help.
+        save.remove();
+        box.querySelectorAll(".proposal-edit-toggle, .proposal-edit").forEach(function (node) {
+          node.remove();
+        });
+        return tell(PROPOSAL_WORDS.stale, "is-bad");
+      }
+      let text = PROPOSAL_WORDS.failed;
+      if (answer.status === 0) text = PROPOSAL_WORDS.offline;
+      else if (code === "empty_entry" || code === "invalid_content") text = PROPOSAL_WORDS.empty;
+      else if (code === "over_capacity") text = PROPOSAL_WORDS.full;
+      tell(text, "is-bad");
+    }
+
+    save.addEventListener("click", function () {
+      const changed = edits.filter(function (edit) {
+        return edit.field.value !== edit.original;
+      }).map(function (edit) {
+        return { position: edit.position, content: edit.field.value };
+      });
+      busy(true);
+      apiAnswer(proposalsUrl + proposal.id + "/save/", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(changed.length ? { edits: changed } : {}),
+      }).then(function (answer) {
+        busy(false);
+        if (answer.status === 200) {
+          const didChange = answer.body && answer.body.changed && answer.body.changed.length;
+          settle(didChange ? PROPOSAL_WORDS.saved : PROPOSAL_WORDS.unchanged, "is-good", true);
+        } else {
+          refused(answer);
+        }
+      });
+    });
+
+    discard.addEventListener("click", function () {
+      busy(true);
+      apiAnswer(proposalsUrl + proposal.id + "/", { method: "DELETE" }).then(function (answer) {
+        busy(false);
+        if (answer.status === 204) settle(PROPOSAL_WORDS.discarded);
+        else refused(answer);
+      });
+    });
+  }
+
+  // A reopened conversation: replies whose change still waits get their Save and Discard back.
+  function attachPending(shown) {
+    const waiting = shown.filter(function (pair) {
+      return pair.message.role === "assistant" && pair.message.memory_outcome === "proposed" && pair.message.turn_id;
+    });
+    if (!waiting.length) return;
+    apiAnswer(proposalsUrl).then(function (answer) {
+      const pending = (answer.status === 200 && answer.body && answer.body.proposals) || [];
+      waiting.forEach(function (pair) {
+        const proposal = pending.find(function (candidate) {
+          return candidate.turn_id === pair.message.turn_id;
+        });
+        if (!proposal || !pair.added.item.isConnected) return;
+        const box = el("div", "chat-proposal");
+        box.dataset.proposalId = proposal.id;
+        pair.added.notes.appendChild(box);
+        renderProposal(box, proposal);
+      });
     });
   }
 
