@@ -480,7 +480,7 @@ def _render_page(
         "use_memory": use_memory,
         "save_mode": save_mode_value,
         "proposals": waiting,
-        "proposal_ttl_days": memory_settings().proposal_ttl_days,
+        "proposal_wait": _days(memory_settings().proposal_ttl_days),
         "memory_enabled": memory_settings().enabled,
     }
     return render(request, "agentmemory/memory_page.html", context, status=status)
@@ -520,3 +520,8 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
             "error": errors.pop(proposal.id, ""),
         })
     return items
+
+
+def _days(days: float) -> str:
+    """"7 days", "1 day", "0.5 days": how long a proposal waits (the setting is a number of days)."""
+    return f"{days:g} day" + ("" if days == 1 else "s")

@@ -77,7 +77,7 @@ def test_the_save_mode_form_asks_first_and_redirects_back(alice_client, user):
     html = alice_client.get("/memory/").content.decode()
     shown = 'value="ask" checked' in html
     assert shown
-    shown = "Waiting for you" in html and "Nothing is waiting for you." in html
+    shown = "Waiting for you" in html and "Nothing is waiting for you." in html and "each waits 7 days" in html
     assert shown
     shown = "asks before saving" in html  # the success message
     assert shown
