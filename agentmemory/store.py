@@ -131,15 +131,24 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
     With `timeout` (seconds) the read gives up when the query or a lock wait
     (a migration, a long transaction) takes longer, raising MemoryUnavailable.
     """
-    query = MemoryDocument.objects.filter(user_id=user_id).only(
-        "memory_type", "content", "schema_version", "created_at", "updated_at"
-    )
+    sql = _statements()
+    if sql.select_state:
+        # PostgreSQL: one fixed statement, no ORM query to build (it ran on every turn).
+        def query():
+            with connection.cursor() as cursor:
+                cursor.execute(sql.select_state, [sql.owner(user_id)])
+                return [_Row(*row) for row in cursor.fetchall()]
+    else:
+        def query():
+            return list(MemoryDocument.objects.filter(user_id=user_id).only(
+                "memory_type", "content", "schema_version", "created_at", "updated_at"
+            ))
     try:
         if timeout is None:
-            rows = list(query)
+            rows = query()
         else:
             with bounded_wait(timeout, statement=True):
-                rows = list(query)
+                rows = query()
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     return _state_from_rows(rows)
@@ -414,6 +423,8 @@ class _Statements:
     bounded_with_timeout: bool = False
     direct_event: bool = False  # the event columns match _EVENT_COLUMNS
     now_field: object = None  # MemoryDocument.updated_at, to adapt "now" once per commit
+    # PostgreSQL: both documents with their timestamps (which come back aware, as the ORM's do).
+    select_state: str = ""
 
     int_owner: bool = False  # the user model's key is an integer: an int needs no preparing
     now_as_is: bool = False  # the backend takes an aware datetime as it is (PostgreSQL)
@@ -487,6 +498,10 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         ),
         bounded_with_timeout=bounded,
         select_rows=f"SELECT {pk}, {memory_type}, {content}, {version} FROM {table} WHERE {user} = %s",
+        select_state=(
+            f"SELECT {pk}, {memory_type}, {content}, {version}, {created}, {modified} FROM {table} WHERE {user} = %s"
+            if vendor == "postgresql" and settings.USE_TZ else ""
+        ),
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {created}, {modified}) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
         update_row=f"UPDATE {table} SET {content} = %s, {version} = %s, {modified} = %s WHERE {pk} = %s",

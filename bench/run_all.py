@@ -141,6 +141,9 @@ def machine(database_url: str) -> dict[str, str]:
 # --- the report --------------------------------------------------------------
 
 
+# Everything after this line in the existing report is kept when it is rewritten:
+# notes written by people about a run (what was compared by hand, caveats).
+NOTES_MARKER = "<!-- notes below are written by hand and kept by bench/run_all.py -->"
 VERDICT_WORDS = ("meets", "MISSES", "must be 0", "within", "ABOVE")
 TARGETS_TEXT = [
     "## Targets and how they are measured",
@@ -250,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     facts["Load average at end"] = load_average()
 
     args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(render(runs=runs, facts=facts, date=date))
+    previous = args.report.read_text() if args.report.exists() else ""
+    notes = previous[previous.index(NOTES_MARKER):] if NOTES_MARKER in previous else ""
+    args.report.write_text(render(runs=runs, facts=facts, date=date) + ("\n" + notes if notes else ""))
     print(f"\nWrote {args.report.relative_to(ROOT) if args.report.is_relative_to(ROOT) else args.report}")
     for run in runs:
         print(f"  {run.name}: {run.status}")

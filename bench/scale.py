@@ -28,7 +28,7 @@ bench creates and drops its own database on DATABASE_URL's server and uses
 Redis database 13 of BENCH_REDIS_URL (default redis://127.0.0.1:6379/13),
 which it empties first. It prints figures only, never memory content.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/scale.py [--rate 25] [--seconds 30]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/scale.py [--rate 15] [--seconds 30]
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ from turns import cpu_seconds, free_port, start_server, stop_server
 DATABASE_NAME = "agentmemory_bench_scale"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 TURN_TIMEOUT = 60
+# A memory_changed not seen on the other worker within this many seconds counts as missing.
+FANOUT_WAIT = 30
 
 
 @dataclass
@@ -157,7 +159,7 @@ async def fanout_sample(sender: Socket, other: Socket, content: str, note: str, 
     await run_turn(sender, content, note, figures, completion)
     if "arrived" not in completion:
         return
-    deadline = time.perf_counter() + 5
+    deadline = time.perf_counter() + FANOUT_WAIT
     while len(other.memory_changed) <= before and time.perf_counter() < deadline:
         await asyncio.sleep(0.005)
     if len(other.memory_changed) <= before:
@@ -216,7 +218,7 @@ def lost_updates(people: list[int], figures: Figures) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--people", type=int, default=250)
-    parser.add_argument("--rate", type=float, default=25.0, help="turns started per second (default 25)")
+    parser.add_argument("--rate", type=float, default=15.0, help="turns started per second (default 15)")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long turns are sent (default 30)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
