@@ -262,7 +262,7 @@ def test_the_memory_page_saves_an_edited_proposal_without_javascript(new_context
 
     # "Save changes" works without JavaScript too.
     plain.get_by_role("radio", name="Save automatically").check()
-    plain.locator("#save-mode").get_by_role("button", name="Save").click()
+    plain.locator("#save-mode").get_by_role("button", name="Apply").click()
     expect(plain.locator("#memory-status")).to_contain_text("Changes are saved automatically")
     assert orm(preferences.load, user_id=hal.pk).save_mode == "auto"
 
