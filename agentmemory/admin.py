@@ -24,7 +24,7 @@ from django.db.models.functions import Length, Replace
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
-from . import services, words
+from . import provenance, services, words
 from .conf import memory_settings
 from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal
 from .rules import SEPARATOR, parse_document
@@ -102,7 +102,7 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
     list_per_page = 50
     actions = ["erase_people"]
     readonly_fields = ("user", "memory_type", "schema_version", "created_at", "updated_at", "characters",
-                       "usage_percent", "entry_count", "entries")
+                       "usage_percent", "entry_count", "entries", "entry_sources")
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request).annotate(
@@ -123,6 +123,8 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
         fieldsets = [
             ("Owner", {"fields": ("user", "memory_type")}),
             ("Usage", {"fields": ("characters", "usage_percent", "entry_count", "schema_version")}),
+            ("Where entries came from", {"fields": ("entry_sources",),
+                                         "description": "Metadata: who last set each entry and when, no content."}),
             ("Dates", {"fields": ("created_at", "updated_at")}),
         ]
         if can_view_content(request):
@@ -157,6 +159,16 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
     @admin.display(description="entries")
     def entry_count(self, obj):
         return obj.entry_count
+
+    @admin.display(description="sources, by entry number")
+    def entry_sources(self, obj):
+        sources = obj.provenance if isinstance(obj.provenance, list) else []
+        if not sources:
+            return "—"
+        return format_html(
+            "<ol>{}</ol>",
+            format_html_join("", "<li>{}</li>", ((_source_label(item),) for item in sources)),
+        )
 
     @admin.display(description="entries")
     def entries(self, obj):
@@ -271,3 +283,13 @@ class MemoryProposalAdmin(ReadOnlyAdmin):
                              ((op.get("action"), op.get("target"), op.get("content") or op.get("entry") or "")
                               for op in obj.operations)),
         )
+
+
+def _source_label(item) -> str:
+    """One entry's source for staff: the role, the time, the chat's id; never content or titles."""
+    source = provenance.Source.from_json(item)
+    if source is None:
+        return "unknown"
+    role = {"agent": "the assistant", "user": "the person", "staff": "support staff", "system": "the system"}
+    chat = f", chat {source.conversation_id}" if source.conversation_id is not None else ""
+    return f"{role.get(source.by, source.by)}, {source.at[:16].replace('T', ' ')}{chat}"

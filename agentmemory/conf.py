@@ -36,6 +36,9 @@ DEFAULTS = {
     "DEFAULT_SAVE_MODE": "auto",
     # How long a pending proposal waits before `memory_expire_proposals` deletes it.
     "PROPOSAL_TTL_DAYS": 7,
+    # Dotted path of a callable (user_id, conversation_ids) -> {id: {"title", "url"}}
+    # that names the chats entries came from on the memory page ("" = no links).
+    "SOURCE_LINKS": "",
 }
 
 
@@ -52,6 +55,7 @@ class MemorySettings:
     policy_version: str
     default_save_mode: str
     proposal_ttl_days: float
+    source_links: str
 
 
 def memory_settings() -> MemorySettings:
@@ -69,4 +73,5 @@ def memory_settings() -> MemorySettings:
         policy_version=str(values["POLICY_VERSION"]),
         default_save_mode=str(values["DEFAULT_SAVE_MODE"]),
         proposal_ttl_days=float(values["PROPOSAL_TTL_DAYS"]),
+        source_links=str(values["SOURCE_LINKS"] or ""),
     )

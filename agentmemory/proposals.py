@@ -173,7 +173,11 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
             raise ProposalGone("No pending proposal of yours has this id.")
         operations = _with_edits(_from_json(row.operations), edits)
         try:  # commit_operations runs in a savepoint of this transaction and records a rejection in it
-            result = commit_operations(user_id=user_id, operations=operations, actor=Actor.USER)
+            result = commit_operations(
+                user_id=user_id, operations=operations, actor=Actor.USER,
+                # The entries come from the assistant's chat; the person saved them.
+                origin={"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id},
+            )
         except MemoryValidationError as exc:
             rejection = exc  # the commit recorded the rejection; the proposal stays for the person to discard
         else:

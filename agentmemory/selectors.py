@@ -6,15 +6,20 @@ Every function takes the owner's id from trusted code (the view's
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from . import words
+from django.utils.module_loading import import_string
+
+from . import provenance, words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
 from .rules import FULL_PERCENT, TARGETS, TITLES, Usage, usage
 from .store import load_state
+
+logger = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "agentmemory-export"
 HISTORY_LENGTH = 25
@@ -35,6 +40,8 @@ class DocumentState:
     usage: Usage
     created_at: datetime | None
     updated_at: datetime | None
+    # Where each entry came from (`provenance.Source` or None), aligned with `entries`.
+    sources: tuple = ()
 
     @property
     def near_full(self) -> bool:
@@ -85,6 +92,7 @@ def memory_state(*, user_id) -> MemoryState:
             usage=usage(stored.snapshot, target, config.limits),
             created_at=stored.created_at[target],
             updated_at=stored.updated_at[target],
+            sources=tuple(stored.sources.get(target) or (None,) * len(stored.snapshot.entries(target))),
         )
         for target in TARGETS
     )
@@ -155,6 +163,7 @@ def export_payload(state: MemoryState, *, exported_at: datetime, proposals=()) -
                 "characters": document.usage.used,
                 "created_at": document.created_at,
                 "updated_at": document.updated_at,
+                "sources": provenance.to_json(document.sources),
             }
             for document in state.documents
         },
@@ -235,3 +244,21 @@ def recent_events(*, user_id, page: int = 1, per_page: int = HISTORY_LENGTH) -> 
         for event in chosen
     )
     return HistoryPage(rows=rows, number=number, page_count=page_count, total=total)
+
+
+def source_links(*, user_id, state: MemoryState) -> dict[int, dict]:
+    """Return {conversation_id: {"title", "url"}} for the chats the person's entries came from.
+
+    Asks the callable named by AGENTMEMORY["SOURCE_LINKS"] (the project's chat
+    app), for the owner's own page only; {} without one or when it fails.
+    """
+    path = memory_settings().source_links
+    ids = {source.conversation_id for document in state.documents for source in document.sources
+           if source is not None and source.conversation_id is not None}
+    if not path or not ids:
+        return {}
+    try:
+        return dict(import_string(path)(user_id, ids))
+    except Exception as exc:  # links are a convenience: the page shows the entries without them
+        logger.warning("memory page: source links unavailable: %s", type(exc).__name__)
+        return {}

@@ -73,12 +73,23 @@ class MemoryErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong and what to do next. Never holds memory content.")
 
 
+class SourceSerializer(serializers.Serializer):
+    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system"])
+    at = serializers.CharField(help_text="When the entry was last set (ISO 8601).")
+    conversation_id = serializers.IntegerField(required=False, help_text="The chat it came from, if any.")
+    turn_id = serializers.CharField(required=False)
+
+
 class ExportDocumentSerializer(serializers.Serializer):
     title = serializers.CharField()
     entries = serializers.ListField(child=serializers.CharField())
     characters = serializers.IntegerField()
     created_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField(allow_null=True)
+    sources = serializers.ListField(
+        child=SourceSerializer(allow_null=True),
+        help_text="Where each entry came from, in the order of entries (null: from before sources were kept).",
+    )
 
 
 class ExportDocumentsSerializer(serializers.Serializer):

@@ -29,6 +29,7 @@ the transaction, so the database rolls back.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import sqlite3
@@ -67,6 +68,7 @@ from .rules import (
     render_document,
     summarize,
 )
+from . import provenance
 from .telemetry import traced_commit
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,8 @@ class StoredMemory:
     snapshot: Snapshot
     updated_at: Mapping[str, datetime | None]
     created_at: Mapping[str, datetime | None]
+    # One `provenance.Source` (or None: unknown) per entry, aligned with the snapshot.
+    sources: Mapping[str, tuple] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -137,11 +141,11 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
         def query():
             with connection.cursor() as cursor:
                 cursor.execute(sql.select_state, [sql.owner(user_id)])
-                return [_Row(*row) for row in cursor.fetchall()]
+                return [_Row(*row) for row in cursor.fetchall()]  # pk, type, content, version, sources, dates
     else:
         def query():
             return list(MemoryDocument.objects.filter(user_id=user_id).only(
-                "memory_type", "content", "schema_version", "created_at", "updated_at"
+                "memory_type", "content", "schema_version", "created_at", "updated_at", "provenance"
             ))
     try:
         if timeout is None:
@@ -203,6 +207,7 @@ def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
     documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
     updated: dict[str, datetime | None] = {target: None for target in TARGETS}
     created: dict[str, datetime | None] = {target: None for target in TARGETS}
+    sources: dict[str, tuple] = {target: () for target in TARGETS}
     for row in rows:
         if row.schema_version != SCHEMA_VERSION:
             raise SchemaVersionError(
@@ -212,10 +217,15 @@ def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
         documents[row.memory_type] = parse_document(row.content)
         updated[row.memory_type] = row.updated_at
         created[row.memory_type] = row.created_at
+        stored = row.provenance
+        if isinstance(stored, str):  # raw SQL reads the column undecoded (SQLite's text, a jsonb loader's str)
+            stored = json.loads(stored)
+        sources[row.memory_type] = provenance.aligned(documents[row.memory_type], stored)
     return StoredMemory(
         snapshot=Snapshot(user=documents["user"], memory=documents["memory"]),
         updated_at=updated,
         created_at=created,
+        sources=sources,
     )
 
 
@@ -231,8 +241,13 @@ def commit_operations(
     actor: str = Actor.AGENT,
     limits: Mapping[str, int] | None = None,
     precondition: Callable[[Snapshot], None] | None = None,
+    origin: Mapping | None = None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
+
+    Every entry the batch writes records where it came from (`provenance`):
+    the actor, now, and `origin`'s `conversation_id` / `turn_id` (and `by`,
+    e.g. "agent" for a proposal the person saved); surviving entries keep theirs.
 
     Raise MemoryValidationError (nothing written) when the batch no longer
     fits the latest memory, CommitCancelled when `should_cancel` turned True.
@@ -273,7 +288,8 @@ def commit_operations(
                 owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout)
                 cursor.execute(sql.select_rows, [owner])
                 rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
-                current = _state_from_rows(list(rows.values())).snapshot
+                stored = _state_from_rows(list(rows.values()))
+                current = stored.snapshot
                 if precondition is not None:
                     precondition(current)
                 updated = apply_operations(current, operations, limits)
@@ -281,7 +297,8 @@ def commit_operations(
                     raise CommitCancelled()
                 changed = changed_targets(current, updated)
                 now = sql.now()
-                _persist(cursor, sql, owner, rows, changed, updated, now)
+                sources = provenance.carry(current, stored.sources, updated, _origin(actor, origin))
+                _persist(cursor, sql, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 cursor.execute(sql.insert_event, _event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
@@ -391,8 +408,24 @@ class _Row:
     memory_type: str
     content: str
     schema_version: int
+    provenance: object = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+
+_ROLE_OF_ACTOR = {Actor.AGENT: provenance.AGENT, Actor.USER: provenance.USER, Actor.STAFF: provenance.STAFF,
+                  Actor.SYSTEM: provenance.SYSTEM}
+
+
+def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
+    """The source of what this commit writes: who, now, and which conversation and turn (ids only)."""
+    origin = origin or {}
+    conversation_id = origin.get("conversation_id")
+    return provenance.source(
+        origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM), timezone.now(),
+        conversation_id=conversation_id if isinstance(conversation_id, int) else None,
+        turn_id=str(origin.get("turn_id") or ""),
+    )
 
 
 # MemoryEvent's columns in the order `_event_params` fills them. A model change
@@ -470,8 +503,9 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
     active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
     preferences, preference_user, use_memory = names(MemoryPreference, "user", "use_memory")
-    table, pk, user, memory_type, content, version, created, modified = names(
-        MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at"
+    table, pk, user, memory_type, content, version, created, modified, sources = names(
+        MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at",
+        "provenance",
     )
     model_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
     direct_event = sorted(f.name for f in model_fields) == sorted(_EVENT_COLUMNS)
@@ -497,14 +531,16 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
             if bounded else lock_owner
         ),
         bounded_with_timeout=bounded,
-        select_rows=f"SELECT {pk}, {memory_type}, {content}, {version} FROM {table} WHERE {user} = %s",
+        select_rows=f"SELECT {pk}, {memory_type}, {content}, {version}, {sources} FROM {table} WHERE {user} = %s",
         select_state=(
-            f"SELECT {pk}, {memory_type}, {content}, {version}, {created}, {modified} FROM {table} WHERE {user} = %s"
+            f"SELECT {pk}, {memory_type}, {content}, {version}, {sources}, {created}, {modified} FROM {table} "
+            f"WHERE {user} = %s"
             if vendor == "postgresql" and settings.USE_TZ else ""
         ),
-        insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {created}, {modified}) "
-        "VALUES (%s, %s, %s, %s, %s, %s)",
-        update_row=f"UPDATE {table} SET {content} = %s, {version} = %s, {modified} = %s WHERE {pk} = %s",
+        insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {sources}, {created}, "
+        f"{modified}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        update_row=f"UPDATE {table} SET {content} = %s, {version} = %s, {sources} = %s, {modified} = %s "
+        f"WHERE {pk} = %s",
         delete_row=f"DELETE FROM {table} WHERE {pk} = %s",
         insert_event=f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
         f"({', '.join(quote(f.column) for f in event_fields)}) VALUES ({', '.join(['%s'] * len(event_fields))})",
@@ -630,18 +666,39 @@ def lock_person(*, user_id, agent: bool = False):
                            lock_timeout=memory_settings().commit_lock_timeout)
 
 
-def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now) -> None:
-    """Write the changed documents: update, create, or delete an emptied one."""
+def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now,
+             sources: Mapping[str, Sequence]) -> None:
+    """Write the changed documents with their sources: update, create, or delete an emptied one."""
     for target in targets:
         entries = updated.entries(target)
         row = rows.get(target)
         if not entries:
             if row is not None:
                 cursor.execute(sql.delete_row, [row.pk])
-        elif row is None:
-            cursor.execute(sql.insert_row, [owner, target, render_document(entries), SCHEMA_VERSION, now, now])
+            continue
+        stored_sources = _SOURCES_FIELD.get_db_prep_save(provenance.to_json(sources[target]), connection)
+        if row is None:
+            cursor.execute(sql.insert_row, [owner, target, render_document(entries), SCHEMA_VERSION, stored_sources,
+                                            now, now])
         else:
-            cursor.execute(sql.update_row, [render_document(entries), SCHEMA_VERSION, now, row.pk])
+            cursor.execute(sql.update_row, [render_document(entries), SCHEMA_VERSION, stored_sources, now, row.pk])
+
+
+_SOURCES_FIELD = MemoryDocument._meta.get_field("provenance")
+
+
+def forget_conversation(*, user_id, conversation_id: int) -> int:
+    """Drop the links to a deleted conversation from the person's entries (the entries stay); return rows changed."""
+    changed_rows = 0
+    with transaction.atomic():
+        lock_person(user_id=user_id)
+        for row in MemoryDocument.objects.filter(user_id=user_id).only("memory_type", "content", "provenance"):
+            sources, changed = provenance.without_conversation(
+                provenance.aligned(parse_document(row.content), row.provenance), conversation_id)
+            if changed:
+                MemoryDocument.objects.filter(pk=row.pk).update(provenance=provenance.to_json(sources))
+                changed_rows += 1
+    return changed_rows
 
 
 def erase(*, user_id, actor: str = Actor.USER) -> int:
@@ -787,6 +844,7 @@ async def commit_in_worker(
     cancel_event: threading.Event | None = None,
     actor: str = Actor.AGENT,
     limits: Mapping[str, int] | None = None,
+    origin: Mapping | None = None,
 ) -> CommitResult:
     """Run `commit_operations` in a worker thread that a cancel can still stop.
 
@@ -802,6 +860,7 @@ async def commit_in_worker(
             should_cancel=event.is_set,
             actor=actor,
             limits=limits,
+            origin=origin,
         )
     )
     try:

@@ -286,7 +286,8 @@ class MemoryTurn:
         if self.ask_first:
             return await self._propose(operations, event)
         worker = asyncio.ensure_future(
-            store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits)
+            store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
+                                   origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id})
         )
         try:
             result = await asyncio.shield(worker)

@@ -38,7 +38,7 @@ from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
 from .rules import TARGETS, MemoryValidationError, normalize_text
-from .selectors import export_payload, memory_state, page_number, recent_events
+from .selectors import export_payload, memory_state, page_number, recent_events, source_links
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable
 
@@ -435,11 +435,13 @@ def _render_page(
         page_error = page_error or UNAVAILABLE
         status = 503 if status == 200 else status
     documents = []
+    links = source_links(user_id=request.user.pk, state=state) if state is not None else {}
     if state is not None:
         for document in state.documents:
             entries = []
-            for index, text in enumerate(document.entries, start=1):
+            for index, (text, source) in enumerate(zip(document.entries, document.sources), start=1):
                 key = ("entry", document.target, text)
+                link = links.get(source.conversation_id) if source is not None else None
                 entries.append({
                     "number": index,
                     "text": text,
@@ -447,6 +449,9 @@ def _render_page(
                     "draft": drafts.get(key, text),
                     "open": key in drafts,
                     "blocked": _blocked_label(text),
+                    # Where it came from, in plain words; the chat's title links to it.
+                    "source": words.source_text(source, link),
+                    "source_url": link["url"] if link else "",
                 })
             documents.append({
                 "document": document,

@@ -15,6 +15,10 @@ and limits.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.formats import date_format
 
 from . import threats
 from .turn import CODE_MESSAGES, DISCARDED, OUTCOME_MESSAGES
@@ -258,3 +262,36 @@ def event_reason(outcome: str, error_code: str) -> str:
 
 def _action_order(item: tuple[str, int]) -> int:
     return list(_ACTIONS).index(item[0]) if item[0] in _ACTIONS else len(_ACTIONS)
+
+
+_SOURCE_ROLES = {
+    "user": "Written by you",
+    "staff": "Changed by support staff",
+    "system": "Set by the system",
+}
+
+
+def source_text(source, link: Mapping | None = None) -> str:
+    """Say where an entry came from ("From your chat “Trip planning”, 30 Nov"); "" when unknown.
+
+    `source` is a `provenance.Source`; `link` the chat's {"title", "url"} when
+    the conversation still exists (the page links the title).
+    """
+    if source is None:
+        return ""
+    when = _short_date(source.at)
+    if source.by == "agent":
+        if link:
+            return f"From your chat \u201c{link['title']}\u201d{when}"
+        return f"From a chat with the assistant{when}"
+    return _SOURCE_ROLES.get(source.by, "Set by the system") + when
+
+
+def _short_date(value: str) -> str:
+    try:
+        moment = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return ""
+    if timezone.is_aware(moment):
+        moment = timezone.localtime(moment)
+    return ", " + date_format(moment, "j M Y" if moment.year != timezone.now().year else "j M")

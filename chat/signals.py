@@ -68,7 +68,12 @@ def on_account_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender="chat.Conversation")
 def forget_proposal_source(sender, instance, **kwargs) -> None:
-    """A deleted conversation leaves pending memory proposals in place, without the link to it."""
+    """A deleted conversation leaves memory entries and pending proposals in place, without links to it."""
     from agentmemory.models import MemoryProposal
+    from agentmemory.store import UnknownUser, forget_conversation
 
     MemoryProposal.objects.filter(user_id=instance.user_id, conversation_id=instance.pk).update(conversation_id=None)
+    try:
+        forget_conversation(user_id=instance.user_id, conversation_id=instance.pk)
+    except UnknownUser:  # the account itself is being deleted: its memory goes with it
+        pass

@@ -309,6 +309,8 @@ AGENTMEMORY = {
     "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v2"),
     "DEFAULT_SAVE_MODE": env.str("AGENTMEMORY_DEFAULT_SAVE_MODE", default="auto"),
     "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
+    # The memory page links each entry to the chat it came from.
+    "SOURCE_LINKS": "chat.sources.conversation_links",
 }
 
 # --- The chat and its models ------------------------------------------------

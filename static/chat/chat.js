@@ -445,8 +445,15 @@
   // Reopen the newest conversation (the page lists them newest first). A
   // message sent before its history arrives still goes to it; the history is
   // then put above what is already shown.
+  // "?conversation=<id>" (a memory entry's "From your chat" link) opens that one instead.
   function reopenLatest() {
-    const latest = conversationList.querySelector("li[data-conversation-id]");
+    const wanted = Number(new URLSearchParams(location.search).get("conversation"));
+    const listed = wanted > 0 ? conversationList.querySelector('li[data-conversation-id="' + wanted + '"]') : null;
+    if (wanted > 0 && !listed) {
+      openConversation(wanted); // older than the list shows, or gone: openConversation says so
+      return;
+    }
+    const latest = listed || conversationList.querySelector("li[data-conversation-id]");
     if (!latest) return;
     const id = Number(latest.dataset.conversationId);
     conversationId = id;
