@@ -22,7 +22,7 @@ from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
 from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
-from .store import CommitResult, commit_operations, erase
+from .store import CommitResult, commit_operations, erase, load_snapshot
 
 
 def commit_batch(
@@ -110,8 +110,9 @@ def save_proposal(*, user_id, proposal_id, edits=None) -> CommitResult:
 
 
 def discard_proposal(*, user_id, proposal_id) -> None:
-    """Drop one pending proposal of the person."""
+    """Drop one pending proposal of the person; their open pages refresh (usage only on the wire)."""
     proposals.discard(user_id=user_id, proposal_id=proposal_id)
+    broadcast_memory_changed_sync(user_id, load_snapshot(user_id=user_id), memory_settings().limits)
 
 
 def _name_staff(*, user_id, actor: str, staff) -> None:

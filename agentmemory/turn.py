@@ -333,6 +333,8 @@ class MemoryTurn:
             return await self.discard(reason="switched_off")
         except Exception as exc:
             return self._settle(self._failed(exc, len(operations)))
+        # Open memory pages refresh and list the new proposal (usage only on the wire; memory is unchanged).
+        await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))
         return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
 
     async def discard(self, *, reason: str) -> MemoryOutcome:

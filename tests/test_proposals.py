@@ -415,3 +415,20 @@ def test_staff_without_the_content_permission_never_see_a_proposals_text(user, m
     reviewer.user_permissions.add(*Permission.objects.filter(codename__in=["view_memoryproposal", "view_memory_content"]))
     shown = client.get(f"/admin/agentmemory/memoryproposal/{proposal_id}/change/")
     assert shown.status_code == 200 and b"bookworm" in shown.content
+
+
+async def test_open_pages_hear_of_a_new_or_discarded_proposal(user, scripted_model):
+    from tests.chat_helpers import connect, receive_until
+
+    await db(ask, user)
+    page = await connect(user)
+    scripted_model.push(tool_call(ADD), text("Proposed."))
+
+    result = await run_turn(user=user, content="our build runs on bookworm")
+    created = await receive_until(page, "memory_changed")
+    await db(services.discard_proposal, user_id=user.pk, proposal_id=result.memory.proposal_id)
+    discarded = await receive_until(page, "memory_changed")
+    await page.disconnect()
+
+    assert created[-1]["usage"]["memory"]["entries"] == 0 and discarded[-1]["type"] == "memory_changed"
+    assert not any("bookworm" in str(frame) for frame in created + discarded)
