@@ -296,12 +296,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"turns at a steady {args.rate:g}/s for {result['seconds']} s: {result['turns_sent']} sent, "
               f"{completed} completed ({result['turns_per_second']}/s), {figures.skipped_busy} skipped (socket busy)")
         print(f"turn latency: p50 {latency.get('median_ms')} ms, p99 {latency.get('p99_ms')} ms (n={latency['n']})")
-        print(f"errors: {sum(figures.errors.values())} {figures.errors or ''}; sockets closed early: {closed_early}")
+        print(f"errors: {sum(figures.errors.values())} {figures.errors or ''}(must be 0); "
+              f"sockets closed early: {closed_early} (must be 0)")
         print(f"memory outcomes: {dict(sorted(figures.outcomes.items()))}")
         print(f"lost updates: {lost} of {checked} saved notes (must be 0)")
         f = result["fanout_ms"]
         print(f"Redis fan-out, memory_changed on the other worker's socket relative to turn_completed on the "
-              f"sender's: p50 {f['p50']} ms, p99 {f['p99']} ms, max {f['max']} ms (n={f['n']}, missing {f['missing']})")
+              f"sender's: p50 {f['p50']} ms, p99 {f['p99']} ms, max {f['max']} ms (n={f['n']}; "
+              f"missing {f['missing']}, must be 0)")
         print(f"workers' CPU per turn: {result['workers_cpu_ms_per_turn']} ms")
     broken = lost or figures.errors or closed_early or figures.fanout_missing
     return 1 if broken else 0
