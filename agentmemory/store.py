@@ -1,7 +1,7 @@
 """The only code that reads or writes memory rows.
 
 Locking. `commit_operations` and `erase` first lock the owner's row in the
-user table (`SELECT ... FOR UPDATE`), then reload the memory rows, reapply the
+user table (`SELECT ... FOR NO KEY UPDATE` on PostgreSQL), then reload the memory rows, reapply the
 whole ordered batch with the pure rules and write only what changed. Every
 writer of memory takes that one lock first, so on PostgreSQL two writers for
 one person queue: at READ COMMITTED each statement after the lock sees the
@@ -514,9 +514,16 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     # the person's memory switch is on (no preference row: on), so an
     # agent's commit for an account deactivated or switched off mid-turn
     # is refused under the lock, in the same statement.
+    #
+    # PostgreSQL locks the row FOR NO KEY UPDATE: it queues every writer of
+    # the person (and an account deletion, whose DELETE needs the stronger
+    # lock) exactly like FOR UPDATE, but not the foreign-key checks of rows
+    # that merely reference the person (a new chat message and its search
+    # index row), so a writer holding the lock never stalls the chat's log.
+    strength = "FOR NO KEY UPDATE" if vendor == "postgresql" else "FOR UPDATE"
     lock_from = (
         f"{users} LEFT JOIN {preferences} ON {preferences}.{preference_user} = {users}.{user_pk} "
-        f"WHERE {users}.{user_pk} = %s" + (f" FOR UPDATE OF {users}" if for_update else "")
+        f"WHERE {users}.{user_pk} = %s" + (f" {strength} OF {users}" if for_update else "")
     )
     lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {lock_from}"
     bounded = vendor == "postgresql"

@@ -122,5 +122,5 @@ def test_the_commit_statements_are_prepared_on_postgresql(user):
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [row[0] for row in cursor.fetchall()]
-    assert any("FOR UPDATE" in statement and "lock_timeout" in statement for statement in prepared)
+    assert any("FOR NO KEY UPDATE" in statement and "lock_timeout" in statement for statement in prepared)
     assert any(statement.startswith("INSERT INTO \"agentmemory_event\"") for statement in prepared)

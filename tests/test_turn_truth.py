@@ -317,9 +317,9 @@ async def test_a_locked_memory_table_fails_the_read_open_instead_of_waiting(user
 
 
 def _lock_statements(user) -> list[str]:
-    """Hold the person's write lock from another session (SQLite: the database's)."""
+    """Hold the person's write lock from another session, as a memory writer does (SQLite: the database's)."""
     if on_postgres():
-        return ["BEGIN", f"SELECT 1 FROM {get_user_model()._meta.db_table} WHERE id = {user.pk} FOR UPDATE"]
+        return ["BEGIN", f"SELECT 1 FROM {get_user_model()._meta.db_table} WHERE id = {user.pk} FOR NO KEY UPDATE"]
     return ["BEGIN IMMEDIATE"]
 
 
