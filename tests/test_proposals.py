@@ -23,6 +23,7 @@ from chat.models import Conversation
 from chat.turns import TurnFailed, run_turn
 from tests.chat_helpers import aseed, db, fresh_agents, snapshot_of  # noqa: F401
 from tests.scripted_model import dynamic, error, scripted_model, text, tool_call  # noqa: F401
+from tests.test_telemetry_turns import spans  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -432,3 +433,23 @@ async def test_open_pages_hear_of_a_new_or_discarded_proposal(user, scripted_mod
 
     assert created[-1]["usage"]["memory"]["entries"] == 0 and discarded[-1]["type"] == "memory_changed"
     assert not any("bookworm" in str(frame) for frame in created + discarded)
+
+
+async def test_a_proposal_never_reaches_logs_or_spans(user, scripted_model, caplog, spans):
+    import logging
+
+    sentinel = "Sentinel-proposal-7731"
+    await db(ask, user)
+    caplog.set_level(logging.DEBUG)
+    scripted_model.push(tool_call({"operations": [{"target": "memory", "action": "add", "content": sentinel}]}),
+                        text("Proposed."))
+
+    result = await run_turn(user=user, content="remember the sentinel")
+    await db(services.save_proposal, user_id=user.pk, proposal_id=result.memory.proposal_id)
+
+    assert result.memory.status == "proposed" and caplog.records
+    logged = any(sentinel in record.getMessage() or sentinel in str(record.__dict__) for record in caplog.records)
+    assert not logged, "a proposal's text reached the logs"
+    traced = any(sentinel in span.to_json(indent=None) for span in spans.exported())
+    assert not traced, "a proposal's text reached a span"
+    assert spans.named("memory.turn"), "the turn was traced (so the check above looked at real spans)"
