@@ -289,16 +289,40 @@ class MemoryTurn:
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
                                    origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id})
         )
+        return await self._decided(worker, event, len(operations),
+                                   lambda result: self._committed(result, len(operations)))
+
+    async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
+        """Store the staged batch as a proposal, at the point where a commit would run."""
+        worker = asyncio.ensure_future(asyncio.to_thread(
+            _with_connection_rules, proposals.create, user_id=self.user_id, operations=operations,
+            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
+        ))
+
+        async def proposed(proposal_id: int) -> MemoryOutcome:
+            # Open memory pages refresh and list it (usage only on the wire; memory is unchanged).
+            await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))
+            return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
+
+        return await self._decided(worker, event, len(operations), proposed)
+
+    async def _decided(self, worker: asyncio.Future, event: threading.Event, count: int, done) -> MemoryOutcome:
+        """Await the worker's transaction (a commit or a proposal) and settle the outcome from it.
+
+        If the task is cancelled meanwhile, the event is set, the worker's
+        transaction decides, the outcome records what it decided, and
+        CancelledError is re-raised. `done` turns the worker's result into the outcome.
+        """
         try:
             result = await asyncio.shield(worker)
         except asyncio.CancelledError:
-            event.set()  # the worker decides inside its transaction; learn what it decided
+            event.set()
             try:
                 result = await worker
             except Exception as exc:
-                self._settle(self._failed(exc, len(operations)))
+                self._settle(self._failed(exc, count))
             else:
-                await self._committed(result, len(operations))
+                await done(result)
             raise
         except store.UnknownUser:
             # Deactivated or deleted while the turn ran: nothing is written.
@@ -307,35 +331,8 @@ class MemoryTurn:
             # The person switched memory off while the turn ran.
             return await self.discard(reason="switched_off")
         except Exception as exc:
-            return self._settle(self._failed(exc, len(operations)))
-        return await self._committed(result, len(operations))
-
-    async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
-        """Store the staged batch as a proposal, at the point where a commit would run."""
-        worker = asyncio.ensure_future(asyncio.to_thread(
-            _with_connection_rules, proposals.create, user_id=self.user_id, operations=operations,
-            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
-        ))
-        try:
-            proposal_id = await asyncio.shield(worker)
-        except asyncio.CancelledError:
-            event.set()  # the worker's transaction decides; learn what it decided
-            try:
-                proposal_id = await worker
-            except Exception as exc:
-                self._settle(self._failed(exc, len(operations)))
-            else:
-                self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
-            raise
-        except store.UnknownUser:
-            return await self.discard(reason="account_closed")
-        except store.MemoryTurnedOff:
-            return await self.discard(reason="switched_off")
-        except Exception as exc:
-            return self._settle(self._failed(exc, len(operations)))
-        # Open memory pages refresh and list the new proposal (usage only on the wire; memory is unchanged).
-        await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))
-        return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
+            return self._settle(self._failed(exc, count))
+        return await done(result)
 
     async def discard(self, *, reason: str) -> MemoryOutcome:
         """End a turn that did not complete: drop what was staged; return the outcome.
