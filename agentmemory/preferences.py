@@ -57,6 +57,11 @@ def load(*, user_id, timeout: float | None = None) -> Preferences:
                 row = query.first()
     except DatabaseError as exc:
         raise MemoryUnavailable("The memory settings could not be read from the database.") from exc
+    return from_row(row)
+
+
+def from_row(row: tuple | None) -> Preferences:
+    """Return the settings a stored `(use_memory, save_mode)` row means (None: the defaults)."""
     use, mode = row if row is not None else (DEFAULT_USE_MEMORY, "")
     return Preferences(use_memory=bool(use), save_mode=mode or default_save_mode())
 

@@ -158,6 +158,37 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
     return _state_from_rows(rows)
 
 
+def load_for_turn(*, user_id) -> tuple[tuple | None, StoredMemory | None]:
+    """Return the person's settings row and, unless their switch is off, their memory.
+
+    The row is `(use_memory, save_mode)`, or None when they never changed a
+    setting (the defaults). The memory is None when the switch is off: it is
+    not even read. On PostgreSQL this is one fixed statement, because it runs
+    on every turn; elsewhere two ORM queries. Raise MemoryUnavailable.
+    """
+    sql = _statements()
+    if not sql.select_turn:
+        try:
+            row = MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
+        except DatabaseError as exc:
+            raise MemoryUnavailable("The memory settings could not be read from the database.") from exc
+        if row is not None and not row[0]:
+            return row, None
+        return row, load_state(user_id=user_id)
+    owner = sql.owner(user_id)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.select_turn, [owner, owner])
+            found = cursor.fetchall()
+    except DatabaseError as exc:
+        raise MemoryUnavailable("Memory could not be read from the database.") from exc
+    # Always at least one row: the settings (NULL when there is no row) beside each document.
+    row = None if found[0][0] is None else tuple(found[0][:2])
+    if row is not None and not row[0]:
+        return row, None
+    return row, _state_from_rows([_Row(*each[2:]) for each in found if each[2] is not None])
+
+
 def load_snapshot(*, user_id, timeout: float | None = None) -> Snapshot:
     """Return the snapshot of one person's memory; raise MemoryUnavailable."""
     return load_state(user_id=user_id, timeout=timeout).snapshot
@@ -458,6 +489,8 @@ class _Statements:
     now_field: object = None  # MemoryDocument.updated_at, to adapt "now" once per commit
     # PostgreSQL: both documents with their timestamps (which come back aware, as the ORM's do).
     select_state: str = ""
+    # PostgreSQL: the person's settings and (switch on) both documents, for a turn's read.
+    select_turn: str = ""
 
     int_owner: bool = False  # the user model's key is an integer: an int needs no preparing
     now_as_is: bool = False  # the backend takes an aware datetime as it is (PostgreSQL)
@@ -502,7 +535,7 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     users, user_pk = names(user_model, user_model._meta.pk.name)
     has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
     active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
-    preferences, preference_user, use_memory = names(MemoryPreference, "user", "use_memory")
+    preferences, preference_user, use_memory, save_mode = names(MemoryPreference, "user", "use_memory", "save_mode")
     table, pk, user, memory_type, content, version, created, modified, sources = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at",
         "provenance",
@@ -542,6 +575,15 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         select_state=(
             f"SELECT {pk}, {memory_type}, {content}, {version}, {sources}, {created}, {modified} FROM {table} "
             f"WHERE {user} = %s"
+            if vendor == "postgresql" and settings.USE_TZ else ""
+        ),
+        # One row at least (the settings, NULL without a row), one per document
+        # when the switch is on: no preference row means on, as in the lock query.
+        select_turn=(
+            f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{pk}, {table}.{memory_type}, "
+            f"{table}.{content}, {table}.{version}, {table}.{sources}, {table}.{created}, {table}.{modified} "
+            f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
+            f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
             if vendor == "postgresql" and settings.USE_TZ else ""
         ),
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {sources}, {created}, "

@@ -179,14 +179,15 @@ class MemoryTurn:
 
     def _read(self) -> Snapshot | None:
         try:
-            # One bounded transaction for the person's switch and their memory.
+            # One bounded read of the person's switch and their memory (one statement on PostgreSQL).
             with store.bounded_wait(memory_settings().read_timeout, statement=True):
-                settings = preferences.load(user_id=self.user_id)
-                if not settings.use_memory:
-                    self.enabled, self.off_code = False, "memory_off"
-                    return None
-                self.ask_first = settings.ask_first
-                return store.load_snapshot(user_id=self.user_id)
+                row, state = store.load_for_turn(user_id=self.user_id)
+            settings = preferences.from_row(row)
+            if not settings.use_memory:
+                self.enabled, self.off_code = False, "memory_off"
+                return None
+            self.ask_first = settings.ask_first
+            return state.snapshot
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
             return None

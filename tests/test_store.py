@@ -90,6 +90,41 @@ def test_missing_rows_are_empty_memory(user):
     assert len(queries.captured_queries) == 1
 
 
+def test_turn_read_is_one_statement_for_settings_and_memory(user):
+    from agentmemory import preferences
+
+    seed(user, user_entries=["likes tea"], memory_entries=["uses postgres"])
+    with CaptureQueriesContext(connection) as queries:
+        row, state = store.load_for_turn(user_id=user.pk)
+    # No settings row: the defaults, and the memory as load_state reads it.
+    assert row is None and preferences.from_row(row).use_memory is True
+    assert state.snapshot == Snapshot(user=("likes tea",), memory=("uses postgres",))
+    assert state.updated_at == store.load_state(user_id=user.pk).updated_at
+    expected = 1 if connection.vendor == "postgresql" else 2
+    assert len(queries.captured_queries) == expected
+
+    preferences.set_save_mode(user_id=user.pk, save_mode="ask")
+    row, state = store.load_for_turn(user_id=user.pk)
+    assert preferences.from_row(row).ask_first is True and preferences.from_row(row).use_memory is True
+    assert state.snapshot.memory == ("uses postgres",)
+
+
+def test_turn_read_skips_the_documents_when_the_switch_is_off(user):
+    from agentmemory import preferences
+
+    seed(user, memory_entries=["uses postgres", "deploys on friday"])
+    preferences.set_use_memory(user_id=user.pk, use_memory=False)
+    row, state = store.load_for_turn(user_id=user.pk)
+    assert state is None
+    assert preferences.from_row(row).use_memory is False
+
+
+def test_turn_read_of_a_person_with_no_memory(user):
+    row, state = store.load_for_turn(user_id=user.pk)
+    assert row is None
+    assert state.snapshot == Snapshot()
+
+
 def test_rows_hold_the_rendered_document(user):
     seed(user, memory_entries=["one", "two\nlines"])
     content, _ = rows_of(user)["memory"]
