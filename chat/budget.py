@@ -163,6 +163,24 @@ def acquire_turn(user_id) -> Slot | None:
     return None
 
 
+def admit_turn(user_id) -> tuple[Slot | None, Decision]:
+    """Take a concurrent-turn slot, then spend one unit of the person's rate budget.
+
+    One call, so the chat socket hands off to a thread once per turn for
+    both. Return (slot, ALLOWED) to go ahead; (None, ALLOWED) when all the
+    person's slots are in use (no budget spent); (None, the refusal) when
+    over the rate, with the slot given back.
+    """
+    slot = acquire_turn(user_id)
+    if slot is None:
+        return None, ALLOWED
+    decision = take(person_key(user_id))
+    if not decision.allowed:
+        slot.release()
+        return None, decision
+    return slot, decision
+
+
 # --- open sockets --------------------------------------------------------------------
 
 

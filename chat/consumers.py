@@ -226,24 +226,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _admit(self) -> budget.Slot | None:
         """Take a concurrent-turn slot and spend the rate budget, or send why not and return None."""
-        slot = await _off_loop(budget.acquire_turn, self.user.pk)
-        if slot is None:
+        slot, decision = await _off_loop(budget.admit_turn, self.user.pk)
+        if slot is not None:
+            return slot
+        if decision.allowed:  # the rate had room; every concurrent slot is taken
             await self._send({
                 "type": "error", "code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                 "message": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running in other "
                            "pages; wait for one to finish, then send again.",
             })
             return None
-        decision = await _off_loop(budget.take, budget.person_key(self.user.pk))
-        if not decision.allowed:
-            await _off_loop(slot.release)
-            await self._send({
-                "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
-                "message": f"Too many turns in a short time; nothing was sent to the model. "
-                           f"Try again in {decision.retry_after:,} seconds.",
-            })
-            return None
-        return slot
+        await self._send({
+            "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
+            "message": f"Too many turns in a short time; nothing was sent to the model. "
+                       f"Try again in {decision.retry_after:,} seconds.",
+        })
+        return None
 
     async def session_ended(self, event) -> None:
         """Group message `session.ended` from chat.signals: logout, password change, deactivation, deletion."""

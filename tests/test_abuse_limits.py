@@ -76,6 +76,28 @@ def test_concurrent_turn_slots():
     assert budget.acquire_turn(1) is None
 
 
+@override_settings(CHAT_MAX_CONCURRENT_TURNS=1)
+def test_admitting_a_turn_takes_a_slot_then_the_rate_in_one_call(monkeypatch):
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "2/min"})
+    slot, decision = budget.admit_turn(90515)
+    assert slot is not None and decision.allowed
+
+    # Every slot in use: refused as busy, and the rate budget is not spent.
+    busy, decision = budget.admit_turn(90515)
+    assert busy is None and decision.allowed
+    slot.release()
+    slot, decision = budget.admit_turn(90515)
+    assert slot is not None and decision.allowed  # the second unit of 2/min
+    slot.release()
+
+    # Over the rate: refused with a retry-after, and the slot taken first is given back.
+    refused, decision = budget.admit_turn(90515)
+    assert refused is None and not decision.allowed and decision.retry_after >= 1
+    held = budget.acquire_turn(90515)
+    assert held is not None
+    held.release()
+
+
 @override_settings(CHAT_MAX_SOCKETS_PER_PERSON=2)
 def test_socket_registry_names_the_oldest_past_the_cap():
     assert budget.register_socket(1, "a", now=1) == []
