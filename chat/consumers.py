@@ -38,7 +38,7 @@ from importlib import import_module
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
+from channels.db import DatabaseSyncToAsync
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
@@ -203,9 +203,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
                                   "message": "This temporary chat has ended (temporary chats end when their page "
                                              "is closed or reloaded); start a new one."})
                 return
-        if not await self._still_signed_in():
-            await self.session_ended({})
-            return
         slot = await self._admit()
         if slot is None:
             return
@@ -225,8 +222,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         return None
 
     async def _admit(self) -> budget.Slot | None:
-        """Take a concurrent-turn slot and spend the rate budget, or send why not and return None."""
-        slot, decision = await _off_loop(budget.admit_turn, self.user.pk)
+        """Check the session, take a concurrent-turn slot and spend the rate budget; or say why not, None.
+
+        One worker-thread handoff for the three: the session is read afresh
+        first (signed out, password changed or account closed ends the socket,
+        and nothing is spent), then the slot, then the rate.
+        """
+        session = self.scope.get("session")
+        admitted = await _signed_in_then_admit(getattr(session, "session_key", None), self.user.pk)
+        if admitted is None:
+            await self.session_ended({})
+            return None
+        slot, decision = admitted
         if slot is not None:
             return slot
         if decision.allowed:  # the rate had room; every concurrent slot is taken
@@ -248,9 +255,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self._end("session_ended", "Your session ended (signed out, password changed or account closed); "
                         "sign in again to chat. Nothing of an unfinished turn was saved.", CLOSE_UNAUTHENTICATED)
 
-    async def _still_signed_in(self) -> bool:
-        session = self.scope.get("session")
-        return await _signed_in(getattr(session, "session_key", None), self.user.pk)
 
     async def memory_changed(self, event) -> None:
         """Group message `memory.changed` from agentmemory.notify."""
@@ -298,7 +302,18 @@ async def _off_loop(function, /, *args):
     return await sync_to_async(function, thread_sensitive=False)(*args)
 
 
-@database_sync_to_async
+async def _signed_in_then_admit(session_key, user_id):
+    """In a worker thread with a request's connection rules: None when the session has ended, else
+    `budget.admit_turn`'s (slot, decision). Not thread-sensitive: sockets do not queue on one thread."""
+    return await DatabaseSyncToAsync(_admit_if_signed_in, thread_sensitive=False)(session_key, user_id)
+
+
+def _admit_if_signed_in(session_key, user_id):
+    if not _signed_in(session_key, user_id):
+        return None
+    return budget.admit_turn(user_id)
+
+
 def _signed_in(session_key, user_id) -> bool:
     """Read the session afresh: it still exists, names this person, matches their password, and they are active."""
     if not session_key:

@@ -5,7 +5,7 @@ Logout, a password change, deactivation and account deletion send
 chat socket of theirs joins for `memory_changed`, on any worker), and each
 socket stops its turn and closes with 4401. The channel layer is the fast
 path; the socket also re-reads the session before every turn
-(`ChatConsumer._still_signed_in`), and a turn re-checks that the account is
+(`ChatConsumer._admit`), and a turn re-checks that the account is
 active before it commits (`chat.turns`), so a lost message cannot keep a
 closed account chatting or writing memory.
 """
