@@ -5,9 +5,11 @@ it holds under contention.
    batch (replace a counter entry, then add or remove a scratch entry,
    alternating so every batch applies and the document stays the same
    size), against a hand-written psycopg transaction doing the same locked
-   read-modify-write (SELECT ... FOR UPDATE on the user row, SELECT the
-   memory rows, the same pure rules, UPDATE/INSERT/DELETE of the changed
-   rows, and the event INSERT) on a psycopg connection with its defaults
+   read-modify-write with the store's SQL (the lock query on the user row,
+   which also sets the lock timeout and reads the account's is_active and
+   the memory switch; SELECT the memory rows with their sources; the same
+   pure rules and source carrying; UPDATE/INSERT/DELETE of the changed rows
+   with their sources; the event INSERT) on a psycopg connection with its defaults
    (server-side binding, statements prepared after 5 runs). All variants run
    in the same process against the same server, one commit each per step in
    a freshly shuffled order (a fixed rotation favoured some variants by
@@ -17,7 +19,9 @@ it holds under contention.
    - the store with the project's default settings (its commit statements
      prepared, `prepare_threshold` 5),
    - the hand-written transaction, and the same with client-side binding
-     (how Django sends SQL by default) to show what binding alone costs.
+     (how Django sends SQL by default) to show what binding alone costs,
+   - and, as a reference line, the SQL issue 14 first measured against
+     (FOR UPDATE, no lock timeout, switch or sources: those came later).
    Targets (issue 14): store / hand-written <= 1.35 with Django's default
    binding, <= 1.10 with prepared statements, by median wall time; the
    client CPU per commit (time.process_time) is printed beside it.
@@ -82,7 +86,7 @@ def run(url: str, args) -> dict:
     from agentmemory import store
     from agentmemory.conf import memory_settings
 
-    names = ("store", "store_prepared", "psycopg", "psycopg_client")
+    names = ("store", "store_prepared", "psycopg", "psycopg_client", "psycopg_bare")
     people = {name: get_user_model().objects.create_user(username=f"bench-commit-{name}", password=None) for name in names}
     shared = get_user_model().objects.create_user(username="bench-commit-shared", password=None)
     limits = dict(memory_settings().limits)
@@ -101,8 +105,11 @@ def run(url: str, args) -> dict:
                 return store.commit_operations(user_id=people[name].pk, operations=batch)
             return commit
 
-        def raw_commit(conn, name):
-            return lambda batch: raw_transaction(conn, user_id=people[name].pk, operations=batch, limits=limits)
+        lock_timeout = f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"
+
+        def raw_commit(conn, name, bare=False):
+            return lambda batch: raw_transaction(conn, user_id=people[name].pk, operations=batch, limits=limits,
+                                                 lock_timeout=lock_timeout, bare=bare)
 
         with psycopg.connect(dsn, autocommit=False) as raw, psycopg.connect(
             dsn, autocommit=False, cursor_factory=psycopg.ClientCursor
@@ -113,6 +120,7 @@ def run(url: str, args) -> dict:
                     "store_prepared": store_commit("store_prepared", threshold),
                     "psycopg": raw_commit(raw, "psycopg"),
                     "psycopg_client": raw_commit(raw_client, "psycopg_client"),
+                    "psycopg_bare": raw_commit(raw, "psycopg_bare", bare=True),
                 },
                 args,
             )
@@ -137,6 +145,8 @@ def run(url: str, args) -> dict:
             "store_prepared/psycopg": ratio("store_prepared"),
             "psycopg_client/psycopg": ratio("psycopg_client"),
             "store/psycopg_client": ratio("store", "psycopg_client"),
+            "store_prepared/psycopg_bare": ratio("store_prepared", "psycopg_bare"),
+            "psycopg/psycopg_bare": ratio("psycopg", "psycopg_bare"),
             "cpu store/psycopg": ratio("store", key="cpu_us_mean"),
             "cpu store_prepared/psycopg": ratio("store_prepared", key="cpu_us_mean"),
         },
@@ -205,8 +215,21 @@ def compare(variants: dict, args) -> dict:
     return figures
 
 
-def raw_transaction(conn, *, user_id, operations, limits) -> None:
-    """The same locked read-modify-write, by hand: one transaction, five statements."""
+def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = "", bare: bool = False) -> None:
+    """The same locked read-modify-write, by hand: one transaction, the store's SQL.
+
+    What the store sends today: the lock query that also sets the lock
+    timeout and reads the account's `is_active` and the memory switch (the
+    agent's commit is refused for a closed account or memory off), the rows
+    with their sources (`provenance`, carried by the same pure function),
+    the changed rows with their sources, and the event. With `bare`, the SQL
+    issue 14 first measured against (FOR UPDATE of the user row, no lock
+    timeout, switch or sources), kept as a reference line.
+    """
+    from django.utils import timezone
+    from psycopg.types.json import Jsonb
+
+    from agentmemory import provenance
     from agentmemory.rules import (
         Snapshot,
         apply_operations,
@@ -219,37 +242,73 @@ def raw_transaction(conn, *, user_id, operations, limits) -> None:
 
     started = time.monotonic()
     with conn.transaction(), conn.cursor() as cursor:
-        cursor.execute("SELECT id FROM auth_user WHERE id = %s FOR UPDATE", (user_id,))
-        if cursor.fetchone() is None:
-            raise LookupError("no such account")
-        cursor.execute(
-            "SELECT memory_type, content, schema_version FROM agentmemory_document WHERE user_id = %s",
-            (user_id,),
-        )
+        if bare:
+            cursor.execute("SELECT id FROM auth_user WHERE id = %s FOR UPDATE", (user_id,))
+            if cursor.fetchone() is None:
+                raise LookupError("no such account")
+            cursor.execute(
+                "SELECT id, memory_type, content, schema_version FROM agentmemory_document WHERE user_id = %s",
+                (user_id,),
+            )
+        else:
+            cursor.execute(
+                "SELECT auth_user.is_active, agentmemory_preference.use_memory "
+                "FROM (SELECT set_config('lock_timeout', %s, true)) AS lock_wait, auth_user "
+                "LEFT JOIN agentmemory_preference ON agentmemory_preference.user_id = auth_user.id "
+                "WHERE auth_user.id = %s FOR NO KEY UPDATE OF auth_user",
+                (lock_timeout, user_id),
+            )
+            account = cursor.fetchone()
+            if account is None or not account[0] or account[1] is False:
+                raise LookupError("no such account, closed, or memory off")
+            cursor.execute(
+                "SELECT id, memory_type, content, schema_version, provenance FROM agentmemory_document "
+                "WHERE user_id = %s",
+                (user_id,),
+            )
         documents = {"user": (), "memory": ()}
-        for memory_type, content, schema_version in cursor.fetchall():
+        sources = {"user": (), "memory": ()}
+        ids = {}
+        for row in cursor.fetchall():
+            pk, memory_type, content, schema_version = row[:4]
             if schema_version != 1:
                 raise ValueError("unknown schema_version")
+            ids[memory_type] = pk
             documents[memory_type] = parse_document(content)
+            if not bare:
+                sources[memory_type] = provenance.aligned(documents[memory_type], row[4])
         current = Snapshot(**documents)
         updated = apply_operations(current, operations, limits)
-        for target in changed_targets(current, updated):
+        changed = changed_targets(current, updated)
+        now = timezone.now()
+        carried = {} if bare else provenance.carry(current, sources, updated, provenance.source(provenance.AGENT, now))
+        for target in changed:
             entries = updated.entries(target)
             if not entries:
+                cursor.execute("DELETE FROM agentmemory_document WHERE id = %s", (ids[target],))
+            elif bare and target not in ids:
                 cursor.execute(
-                    "DELETE FROM agentmemory_document WHERE user_id = %s AND memory_type = %s", (user_id, target)
-                )
-            elif not current.entries(target):
-                cursor.execute(
-                    "INSERT INTO agentmemory_document (user_id, memory_type, content, schema_version, created_at, "
-                    "updated_at) VALUES (%s, %s, %s, 1, now(), now())",
+                    "INSERT INTO agentmemory_document (user_id, memory_type, content, schema_version, provenance, "
+                    "created_at, updated_at) VALUES (%s, %s, %s, 1, '[]', now(), now())",
                     (user_id, target, render_document(entries)),
+                )
+            elif bare:
+                cursor.execute(
+                    "UPDATE agentmemory_document SET content = %s, schema_version = 1, updated_at = now() "
+                    "WHERE id = %s",
+                    (render_document(entries), ids[target]),
+                )
+            elif target not in ids:
+                cursor.execute(
+                    "INSERT INTO agentmemory_document (user_id, memory_type, content, schema_version, provenance, "
+                    "created_at, updated_at) VALUES (%s, %s, %s, 1, %s, %s, %s)",
+                    (user_id, target, render_document(entries), Jsonb(provenance.to_json(carried[target])), now, now),
                 )
             else:
                 cursor.execute(
-                    "UPDATE agentmemory_document SET content = %s, schema_version = 1, updated_at = now() "
-                    "WHERE user_id = %s AND memory_type = %s",
-                    (render_document(entries), user_id, target),
+                    "UPDATE agentmemory_document SET content = %s, schema_version = 1, provenance = %s, "
+                    "updated_at = %s WHERE id = %s",
+                    (render_document(entries), Jsonb(provenance.to_json(carried[target])), now, ids[target]),
                 )
         summary = summarize(operations)
         cursor.execute(
@@ -258,7 +317,7 @@ def raw_transaction(conn, *, user_id, operations, limits) -> None:
             "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())",
             (
                 user_id,
-                "committed" if changed_targets(current, updated) else "unchanged",
+                "committed" if changed else "unchanged",
                 summary.operation_count,
                 json.dumps(summary.targets),
                 json.dumps(summary.actions),
@@ -370,6 +429,7 @@ def print_figures(figures: dict) -> None:
     print(line(f"store, prepared statements (threshold {figures['prepare_threshold']})", "store_prepared"))
     print(line("hand-written psycopg transaction", "psycopg"))
     print(line("hand-written, client-side binding", "psycopg_client"))
+    print(line("hand-written, issue 14's first SQL (reference)", "psycopg_bare"))
     print()
     print("                                  median wall   client CPU   target")
     print(f"  store default binding / psycopg   {ratios['store/psycopg']:8.2f}    {ratios['cpu store/psycopg']:9.2f}"
@@ -380,6 +440,9 @@ def print_figures(figures: dict) -> None:
     print(f"  client-side binding alone         {ratios['psycopg_client/psycopg']:8.2f}"
           "                 (the same hand-written SQL bound as Django binds it)")
     print(f"  store default / hand-written client-bound {ratios['store/psycopg_client']:.2f}   (the store's own overhead)")
+    print(f"  today's SQL / issue 14's first SQL {ratios['psycopg/psycopg_bare']:.2f}   (lock timeout, switch and "
+          "sources, added since, by hand)")
+    print(f"  store prepared / issue 14's first SQL {ratios['store_prepared/psycopg_bare']:.2f}")
     print()
     print(f"Contention: {contention['threads']} threads x {contention['commits_per_thread']} commits on one person")
     print(f"  committed                   {contention['committed']}")
