@@ -58,9 +58,29 @@ class MemorySettings:
     source_links: str
 
 
+_built: tuple = (None, None)  # (the AGENTMEMORY dict it was built from, its MemorySettings)
+
+
 def memory_settings() -> MemorySettings:
-    """Return the settings in force, with defaults for what is not set."""
-    values = {**DEFAULTS, **getattr(settings, "AGENTMEMORY", {})}
+    """Return the settings in force, with defaults for what is not set.
+
+    Built once per AGENTMEMORY dict (it is read on every commit and several
+    times a turn): a new dict, as `override_settings` or an assignment
+    installs, is read afresh. Change the setting by replacing the dict, not
+    by editing it in place.
+    """
+    global _built
+    source = getattr(settings, "AGENTMEMORY", None)
+    built_from, built = _built
+    if built is not None and built_from is source:
+        return built
+    built = _build(source or {})
+    _built = (source, built)
+    return built
+
+
+def _build(configured) -> MemorySettings:
+    values = {**DEFAULTS, **configured}
     return MemorySettings(
         enabled=bool(values["ENABLED"]),
         limits=MappingProxyType({"user": int(values["USER_LIMIT"]), "memory": int(values["MEMORY_LIMIT"])}),
