@@ -3,9 +3,9 @@
 The same ASGI stack as config/asgi.py (origin check, session auth) and the
 same chat socket (`chat.consumers.ChatConsumer`: session re-read, turn
 budget and slot, the person's group), but each turn is the bare minimum a
-turn must do: the conversation log's SQL through the ORM exactly as a
-memory-off turn runs it (`chat.turns._prepare` and `_store_reply`, in worker
-threads) and the same frames (turn_started, the demo model's words as
+turn must do: the conversation log's statements exactly as a memory-off
+turn runs them (`chat.turns._prepare` and `_store_reply`, in worker threads:
+one fixed statement each on PostgreSQL, chat/log.py) and the same frames (turn_started, the demo model's words as
 deltas, turn_completed). No model SDK, no HTTP to a model, no agent loop,
 no memory. What a real turn costs above this is the model client and our
 turn service.

@@ -45,8 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import InterfaceError, OperationalError, close_old_connections, transaction
-from django.utils import timezone
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from agentmemory.rules import document_length, summarize
 from agentmemory.telemetry import MemorySpan, memory_span
@@ -58,9 +57,10 @@ from agentmemory.turn import (
     MemoryTurn,
 )
 
+from . import log
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
 from .agents import chat_agent, memory_free_agent
-from .models import Conversation, Message
+from .models import Message
 from .search import SearchScope
 
 logger = logging.getLogger(__name__)
@@ -494,26 +494,14 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     # In the log's thread and connection: one handoff and one connection per turn for both.
     memory.read()
     try:
-        if conversation_id is None:
-            # A new conversation has no earlier messages: two INSERTs, one transaction.
-            with transaction.atomic():
-                conversation_id = Conversation.objects.create(user_id=user_id, title=_title(content)).pk
-                message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER,
-                                                 content=content)
+        if conversation_id is None:  # a new conversation has no earlier messages
+            conversation_id, message_id = log.start_new(user_id=user_id, title=_title(content), content=content)
             earlier = []
         else:
-            # One statement checks the conversation is theirs and moves it to the top of their
-            # list (it gets a message now); the one write after it needs no transaction.
-            touched = Conversation.objects.filter(pk=conversation_id, user_id=user_id).update(
-                updated_at=timezone.now())
-            if not touched:
-                raise ConversationNotFound()
-            earlier = list(
-                Message.objects.filter(conversation_id=conversation_id).exclude(content="")
-                .order_by("-created_at", "-id").values_list("role", "content")[:HISTORY_MESSAGES]
-            )
-            message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER,
-                                             content=content)
+            message_id, earlier = log.continue_conversation(
+                user_id=user_id, conversation_id=conversation_id, content=content, history=HISTORY_MESSAGES)
+    except log.NotTheirs:
+        raise ConversationNotFound() from None
     except UNREACHABLE as exc:
         # Fail open here too: answer from this message alone and store nothing of the turn.
         logger.warning("conversation log unavailable for this turn: %s", type(exc).__name__)
@@ -521,18 +509,13 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
                          history=[{"role": "user", "content": content}], logged=False)
     history = [{"role": role, "content": text} for role, text in reversed(earlier)]
     history.append({"role": "user", "content": content})
-    return _Prepared(conversation_id=conversation_id, user_message_id=message.pk, history=history)
+    return _Prepared(conversation_id=conversation_id, user_message_id=message_id, history=history)
 
 
 def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):
     # The conversation was moved to the top when the turn's message was stored (_prepare).
-    with transaction.atomic():
-        message = Message.objects.create(
-            conversation_id=conversation_id, role=Message.Role.ASSISTANT, content=content,
-            memory_outcome=outcome, turn_id=turn_id, metadata=metadata,
-        )
-        Message.objects.filter(pk=user_message_id).update(memory_outcome=outcome, turn_id=turn_id)
-    return message.pk, message.created_at
+    return log.store_reply(conversation_id=conversation_id, user_message_id=user_message_id, turn_id=turn_id,
+                           content=content, outcome=outcome, metadata=metadata)
 
 
 def _store_failure(*, user_message_id, outcome, metadata):
