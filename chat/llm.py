@@ -12,8 +12,9 @@ and the SDK's errors (`openai.APIStatusError`, `APIConnectionError`, an
 error event inside the stream) stay the SDK's, but the body goes out as the
 plain JSON we built (no typed transform walking every history message and
 the tool schema) and each streamed chunk comes back as the decoded JSON
-object (no pydantic model per chunk). Together those were half of a plain
-turn's server CPU (docs/benchmarks.md).
+object (no pydantic model per chunk), its bytes split into events by
+`chat.sse.LeanDecoder` rather than the SDK's line-by-line decoder. Together
+those were over half of a plain turn's server CPU (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -28,9 +29,24 @@ CHAT_COMPLETIONS_PATH = "/chat/completions"
 _CHAT_OPTIONS = {"security": {"bearer_auth": True}}
 
 from .demo_model import DemoModel
+from .sse import LeanDecoder
 
 DEMO_MODEL_NAME = "demo"
 DEMO_BASE_URL = "http://demo-model.invalid/v1"
+
+
+class ChunkStream(AsyncStream[object]):
+    """The SDK's stream class, reading its bytes with `chat.sse.LeanDecoder`.
+
+    Only the decoding of bytes into events is ours; the SDK's stream still
+    ends at `[DONE]` (draining an HTTP/1.1 body for reuse), raises an error
+    event as `openai.APIError`, maps timeouts and broken connections to its
+    errors, and closes the response.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._decoder = LeanDecoder()
 
 
 @dataclass(frozen=True)
@@ -77,7 +93,7 @@ class LLM:
         """The primary model, then the fallback if one is configured."""
         return (self.model, self.fallback_model) if self.fallback_model else (self.model,)
 
-    async def stream_chat(self, body: dict) -> AsyncStream[object]:
+    async def stream_chat(self, body: dict) -> ChunkStream:
         """Start a streamed Chat Completions request; iterate the result for chunks as dicts.
 
         `body` is sent as it is (it must carry "stream": true). The result is
@@ -87,7 +103,7 @@ class LLM:
         """
         return await self.client.post(
             CHAT_COMPLETIONS_PATH, body=body, cast_to=object, options=_CHAT_OPTIONS,
-            stream=True, stream_cls=AsyncStream[object],
+            stream=True, stream_cls=ChunkStream,
         )
 
     async def aclose(self) -> None:

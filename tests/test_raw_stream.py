@@ -1,7 +1,8 @@
 """The agent's streamed round reads chunks as plain JSON through the openai client.
 
 `chat.llm.LLM.stream_chat` sends the request with the SDK's public
-`client.post(..., stream=True, stream_cls=AsyncStream[object])`: the client
+`client.post(..., stream=True, stream_cls=ChunkStream)` (the SDK's stream
+class with a lean byte decoder, chat/sse.py): the client
 still owns auth, the base URL, retries, timeouts and errors, but the body is
 our JSON as built and each chunk is the decoded object. These tests hold it
 to what `chat.completions.create` did, shape by shape: text, tool calls in

@@ -1,0 +1,89 @@
+"""chat/sse.py decodes a server-sent event stream as the openai SDK's own decoder does.
+
+The SDK's `SSEDecoder` is the reference: any stream of events (several data
+lines, event names, ids, comments, any line ends, a space or none after the
+colon, non-ASCII text) cut into pieces anywhere must decode to the same
+events, in order, with the same data and names. No database.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai._streaming import SSEDecoder
+
+from chat.sse import LeanDecoder
+
+# Text a data line may hold: anything but line ends (which end the line).
+LINE_TEXT = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=30)
+NAME = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="._-"), min_size=1,
+               max_size=12)
+LINE_END = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def streams(draw) -> bytes:
+    """A stream of events, each a few field lines and a blank line, with mixed line ends."""
+    out = []
+    for _ in range(draw(st.integers(0, 6))):
+        lines = []
+        if draw(st.booleans()):
+            lines.append(": keep-alive" + draw(LINE_TEXT))
+        if draw(st.booleans()):
+            lines.append("event: " + draw(NAME))
+        if draw(st.booleans()):
+            lines.append("id: " + draw(NAME))
+        for text in draw(st.lists(LINE_TEXT, min_size=1, max_size=3)):
+            lines.append(("data: " if draw(st.booleans()) else "data:") + text)
+        out.extend(line + draw(LINE_END) for line in lines)
+        out.append(draw(LINE_END))  # the blank line that ends the event
+    if draw(st.booleans()):
+        out.append("data: an unfinished event, dropped at the end\n")
+    return "".join(out).encode("utf-8")
+
+
+def cut_into_pieces(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({min(c, len(data)) for c in cuts})
+    pieces, start = [], 0
+    for point in points:
+        pieces.append(data[start:point])
+        start = point
+    pieces.append(data[start:])
+    return [piece for piece in pieces if piece]
+
+
+def events(decoded) -> list[tuple]:
+    return [(event.event, event.data, event.id) for event in decoded]
+
+
+async def decode_async(decoder, pieces: list[bytes]) -> list[tuple]:
+    async def chunks():
+        for piece in pieces:
+            yield piece
+
+    return events([event async for event in decoder.aiter_bytes(chunks())])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=streams(), cuts=st.lists(st.integers(0, 400), max_size=8))
+def test_the_lean_decoder_reads_what_the_sdk_reads(data, cuts):
+    pieces = cut_into_pieces(data, cuts)
+    expected = events(SSEDecoder().iter_bytes(iter([data])))  # the SDK, given the whole stream at once
+    assert asyncio.run(decode_async(LeanDecoder(), pieces)) == expected
+    assert events(LeanDecoder().iter_bytes(iter(pieces))) == expected
+    assert asyncio.run(decode_async(SSEDecoder(), pieces)) == expected  # the SDK agrees with itself when cut
+
+
+def test_the_common_chat_chunk_and_done():
+    stream = b'data: {"choices": []}\n\ndata: {"choices": [{"delta": {"content": "h\xc3\xa9"}}]}\n\ndata: [DONE]\n\n'
+    decoded = list(LeanDecoder().iter_bytes(iter([stream[:7], stream[7:40], stream[40:]])))
+    assert [event.data for event in decoded] == ['{"choices": []}', '{"choices": [{"delta": {"content": "hé"}}]}',
+                                                 "[DONE]"]
+    assert decoded[1].json() == {"choices": [{"delta": {"content": "hé"}}]}
+    assert all(event.event is None for event in decoded)
+
+
+def test_a_carriage_return_split_from_its_line_feed_is_one_line_end():
+    pieces = [b"data: one\r", b"\n\r", b"\ndata: two\r", b"\r"]
+    assert [event.data for event in LeanDecoder().iter_bytes(iter(pieces))] == ["one", "two"]
