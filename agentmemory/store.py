@@ -158,28 +158,41 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
     return _state_from_rows(rows)
 
 
-def load_for_turn(*, user_id) -> tuple[tuple | None, StoredMemory | None]:
+def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, StoredMemory | None]:
     """Return the person's settings row and, unless their switch is off, their memory.
 
     The row is `(use_memory, save_mode)`, or None when they never changed a
     setting (the defaults). The memory is None when the switch is off: it is
-    not even read. On PostgreSQL this is one fixed statement, because it runs
-    on every turn; elsewhere two ORM queries. Raise MemoryUnavailable.
+    not even read. With `timeout` (seconds) the read gives up, as
+    `bounded_wait` bounds it, when the query or a lock wait takes longer.
+    Raise MemoryUnavailable.
+
+    It runs on every turn, so on PostgreSQL it is one fixed statement; and
+    with the timeout, outside a transaction and with Django's client-side
+    binding, one round trip: the bounds and the read go as one query string,
+    which PostgreSQL runs as one implicit transaction (the bounds apply to the
+    read and end with it). Elsewhere: two ORM queries inside `bounded_wait`.
     """
     sql = _statements()
     if not sql.select_turn:
         try:
-            row = MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
+            with bounded_wait(timeout, statement=True) if timeout is not None else nullcontext():
+                row = MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
+                if row is not None and not row[0]:
+                    return row, None
+                return row, load_state(user_id=user_id)
         except DatabaseError as exc:
-            raise MemoryUnavailable("The memory settings could not be read from the database.") from exc
-        if row is not None and not row[0]:
-            return row, None
-        return row, load_state(user_id=user_id)
+            raise MemoryUnavailable("Memory could not be read from the database.") from exc
     owner = sql.owner(user_id)
     try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql.select_turn, [owner, owner])
-            found = cursor.fetchall()
+        if timeout is None:
+            found = _fetch(sql.select_turn, [owner, owner])
+        elif not connection.in_atomic_block and _client_side_binding():
+            bound = f"{max(1, int(timeout * 1000))}ms"
+            found = _fetch(sql.bounds_then_select_turn, [bound, bound, owner, owner], result=1)
+        else:
+            with bounded_wait(timeout, statement=True):
+                found = _fetch(sql.select_turn, [owner, owner])
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     # Always at least one row: the settings (NULL when there is no row) beside each document.
@@ -187,6 +200,22 @@ def load_for_turn(*, user_id) -> tuple[tuple | None, StoredMemory | None]:
     if row is not None and not row[0]:
         return row, None
     return row, _state_from_rows([_Row(*each[2:]) for each in found if each[2] is not None])
+
+
+def _fetch(statement: str, params: list, *, result: int = 0) -> list:
+    """Run `statement` and return the rows of its `result`-th result set."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        for _ in range(result):
+            cursor.nextset()
+        return cursor.fetchall()
+
+
+def _client_side_binding() -> bool:
+    """True when Django's PostgreSQL connection binds parameters client-side (its default),
+    so a query string may hold several statements."""
+    connection.ensure_connection()
+    return _ClientCursor is not None and issubclass(connection.connection.cursor_factory, _ClientCursor)
 
 
 def load_snapshot(*, user_id, timeout: float | None = None) -> Snapshot:
@@ -489,8 +518,10 @@ class _Statements:
     now_field: object = None  # MemoryDocument.updated_at, to adapt "now" once per commit
     # PostgreSQL: both documents with their timestamps (which come back aware, as the ORM's do).
     select_state: str = ""
-    # PostgreSQL: the person's settings and (switch on) both documents, for a turn's read.
+    # PostgreSQL: the person's settings and (switch on) both documents, for a turn's read;
+    # and the same after the read's lock and statement timeouts, as one query string.
     select_turn: str = ""
+    bounds_then_select_turn: str = ""
 
     int_owner: bool = False  # the user model's key is an integer: an int needs no preparing
     now_as_is: bool = False  # the backend takes an aware datetime as it is (PostgreSQL)
@@ -560,6 +591,15 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     )
     lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {lock_from}"
     bounded = vendor == "postgresql"
+    # One row at least (the settings, NULL without a row), one per document
+    # when the switch is on: no preference row means on, as in the lock query.
+    turn_read = (
+        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{pk}, {table}.{memory_type}, "
+        f"{table}.{content}, {table}.{version}, {table}.{sources}, {table}.{created}, {table}.{modified} "
+        f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
+        f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
+        if vendor == "postgresql" and settings.USE_TZ else ""
+    )
     return _Statements(
         lock_owner=lock_owner,
         # PostgreSQL evaluates the FROM list (and so set_config) before its
@@ -577,14 +617,10 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
             f"WHERE {user} = %s"
             if vendor == "postgresql" and settings.USE_TZ else ""
         ),
-        # One row at least (the settings, NULL without a row), one per document
-        # when the switch is on: no preference row means on, as in the lock query.
-        select_turn=(
-            f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{pk}, {table}.{memory_type}, "
-            f"{table}.{content}, {table}.{version}, {table}.{sources}, {table}.{created}, {table}.{modified} "
-            f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
-            f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
-            if vendor == "postgresql" and settings.USE_TZ else ""
+        select_turn=turn_read,
+        bounds_then_select_turn=(
+            f"SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true); {turn_read}"
+            if turn_read else ""
         ),
         insert_row=f"INSERT INTO {table} ({user}, {memory_type}, {content}, {version}, {sources}, {created}, "
         f"{modified}) VALUES (%s, %s, %s, %s, %s, %s, %s)",

@@ -179,9 +179,8 @@ class MemoryTurn:
 
     def _read(self) -> Snapshot | None:
         try:
-            # One bounded read of the person's switch and their memory (one statement on PostgreSQL).
-            with store.bounded_wait(memory_settings().read_timeout, statement=True):
-                row, state = store.load_for_turn(user_id=self.user_id)
+            # One bounded read of the person's switch and their memory (one round trip on PostgreSQL).
+            row, state = store.load_for_turn(user_id=self.user_id, timeout=memory_settings().read_timeout)
             settings = preferences.from_row(row)
             if not settings.use_memory:
                 self.enabled, self.off_code = False, "memory_off"

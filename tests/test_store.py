@@ -10,10 +10,11 @@ import asyncio
 import json
 import sqlite3
 import threading
+import time
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import DatabaseError, IntegrityError, OperationalError, connection, transaction
+from django.db import DatabaseError, IntegrityError, OperationalError, connection, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
@@ -693,3 +694,40 @@ def test_an_agent_commit_for_a_deactivated_account_is_refused_under_the_lock(mak
     # Staff and the system may still write (and erase) for a deactivated account.
     store.commit_operations(user_id=person.pk, operations=[add("fact")], actor=Actor.SYSTEM)
     assert store.load_snapshot(user_id=person.pk) == Snapshot(memory=("fact",))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_turn_read_outside_a_transaction_is_one_bounded_round_trip(user):
+    seed(user, memory_entries=["uses postgres"])
+    with CaptureQueriesContext(connection) as queries:
+        row, state = store.load_for_turn(user_id=user.pk, timeout=1.0)
+    assert row is None and state.snapshot.memory == ("uses postgres",)
+    if connection.vendor == "postgresql":
+        assert len(queries.captured_queries) == 1  # the bounds and the read in one query string
+        with connection.cursor() as cursor:  # the bounds ended with it
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"
+        assert connection.connection.info.transaction_status == 0  # idle, no transaction left open
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_turn_read_gives_up_on_a_locked_table_within_its_bound(user):
+    seed(user, memory_entries=["uses postgres"])
+    statements = (["BEGIN", f"LOCK TABLE {DOCUMENT_TABLE} IN ACCESS EXCLUSIVE MODE"]
+                  if connection.vendor == "postgresql" else ["BEGIN EXCLUSIVE"])
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+            started = time.monotonic()
+            with pytest.raises(store.MemoryUnavailable) as info:
+                store.load_for_turn(user_id=user.pk, timeout=0.3)
+            waited = time.monotonic() - started
+            cursor.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert store.is_lock_timeout(info.value.__cause__)  # the lock wait ran out, not some other error
+    assert waited < 2.0  # the database's bound, not a caller's wait, ended it
+    # The connection is usable at once: the next read answers.
+    assert store.load_for_turn(user_id=user.pk, timeout=0.3)[1].snapshot.memory == ("uses postgres",)
