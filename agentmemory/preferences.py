@@ -26,7 +26,7 @@ from django.db import DatabaseError, transaction
 
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryPreference, Outcome, SaveMode
-from .store import MemoryUnavailable, bounded_wait, lock_person
+from .store import MemoryUnavailable, bounded_wait, lock_person, preference_row
 
 DEFAULT_USE_MEMORY = True
 SAVE_MODES = tuple(SaveMode.values)
@@ -48,13 +48,12 @@ def load(*, user_id, timeout: float | None = None) -> Preferences:
     With `timeout` (seconds) the read is bounded like the turn's memory read
     and raises MemoryUnavailable when it fails or runs out.
     """
-    query = MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode")
     try:
         if timeout is None:
-            row = query.first()
+            row = preference_row(user_id=user_id)
         else:
             with bounded_wait(timeout, statement=True):
-                row = query.first()
+                row = preference_row(user_id=user_id)
     except DatabaseError as exc:
         raise MemoryUnavailable("The memory settings could not be read from the database.") from exc
     return from_row(row)

@@ -177,7 +177,7 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     if not sql.select_turn:
         try:
             with bounded_wait(timeout, statement=True) if timeout is not None else nullcontext():
-                row = MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
+                row = preference_row(user_id=user_id)
                 if row is not None and not row[0]:
                     return row, None
                 return row, load_state(user_id=user_id)
@@ -200,6 +200,11 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     if row is not None and not row[0]:
         return row, None
     return row, _state_from_rows([_Row(*each[2:]) for each in found if each[2] is not None])
+
+
+def preference_row(*, user_id) -> tuple | None:
+    """Return the person's stored `(use_memory, save_mode)`, or None when they never changed a setting."""
+    return MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
 
 
 def _fetch(statement: str, params: list, *, result: int = 0) -> list:

@@ -4,7 +4,7 @@ The same ASGI stack as config/asgi.py (origin check, session auth) and the
 same chat socket (`chat.consumers.ChatConsumer`: session re-read, turn
 budget and slot, the person's group), but each turn is the bare minimum a
 turn must do: the conversation log's statements exactly as a memory-off
-turn runs them (`chat.turns._prepare` and `_store_reply`, in worker threads:
+turn runs them (`chat.turns._prepare` and `chat.log.store_reply`, in worker threads:
 one fixed statement each on PostgreSQL, chat/log.py) and the same frames (turn_started, the demo model's words as
 deltas, turn_completed). No model SDK, no HTTP to a model, no agent loop,
 no memory. What a real turn costs above this is the model client and our
@@ -32,7 +32,8 @@ from agentmemory.turn import DISABLED, MemoryOutcome, MemoryTurn  # noqa: E402
 from chat import budget  # noqa: E402
 from chat.consumers import ChatConsumer, _off_loop  # noqa: E402
 from chat.demo_model import describe_memory  # noqa: E402
-from chat.turns import TemporaryChat, TurnResult, _in_thread, _prepare, _store_reply  # noqa: E402
+from chat import log  # noqa: E402
+from chat.turns import TemporaryChat, TurnResult, _in_thread, _prepare  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
 
 # The demo model streams its reply word by word (chat/demo_model.py).
@@ -56,7 +57,7 @@ class FloorConsumer(ChatConsumer):
                 await self._send({"type": "delta", "text": piece, "turn_id": turn_id})
             outcome = MemoryOutcome(DISABLED)
             message_id, created_at = await _in_thread(
-                _store_reply, conversation_id=prepared.conversation_id, user_message_id=prepared.user_message_id,
+                log.store_reply, conversation_id=prepared.conversation_id, user_message_id=prepared.user_message_id,
                 turn_id=turn_id, content=REPLY, outcome=outcome.status, metadata={"tools": [], "model": "demo"},
             )
             result = TurnResult(turn_id=turn_id, conversation_id=prepared.conversation_id, reply=REPLY,

@@ -15,7 +15,7 @@ a broken connection, closing the response).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 
 class Event:
@@ -47,14 +47,6 @@ class LeanDecoder:
                 yield event
         for event in self._feed(pending, b"", end=True)[0]:
             yield event
-
-    def iter_bytes(self, iterator: Iterator[bytes]) -> Iterator[Event]:
-        """The same for a synchronous stream (the SDK's decoder interface has both)."""
-        pending = b""
-        for piece in iterator:
-            events, pending = self._feed(pending, piece)
-            yield from events
-        yield from self._feed(pending, b"", end=True)[0]
 
     def _feed(self, pending: bytes, piece: bytes, *, end: bool = False) -> tuple[list[Event], bytes]:
         """Return the events complete in `pending + piece`, and what is left of it."""

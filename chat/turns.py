@@ -381,7 +381,7 @@ class _Turn:
         cancelled = False
         if self.prepared.logged:
             store_reply = asyncio.ensure_future(_in_thread(
-                _store_reply, conversation_id=self.prepared.conversation_id,
+                log.store_reply, conversation_id=self.prepared.conversation_id,
                 user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=reply,
                 outcome=outcome.status, metadata=self._metadata(model=attempt.model),
             ))
@@ -510,12 +510,6 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     history = [{"role": role, "content": text} for role, text in reversed(earlier)]
     history.append({"role": "user", "content": content})
     return _Prepared(conversation_id=conversation_id, user_message_id=message_id, history=history)
-
-
-def _store_reply(*, conversation_id, user_message_id, turn_id, content, outcome, metadata):
-    # The conversation was moved to the top when the turn's message was stored (_prepare).
-    return log.store_reply(conversation_id=conversation_id, user_message_id=user_message_id, turn_id=turn_id,
-                           content=content, outcome=outcome, metadata=metadata)
 
 
 def _store_failure(*, user_message_id, outcome, metadata):
