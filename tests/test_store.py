@@ -99,7 +99,8 @@ def test_turn_read_is_one_statement_for_settings_and_memory(user):
         row, state = store.load_for_turn(user_id=user.pk)
     # No settings row: the defaults, and the memory as load_state reads it.
     assert row is None and preferences.from_row(row).use_memory is True
-    assert state.snapshot == Snapshot(user=("likes tea",), memory=("uses postgres",))
+    read_back = state.snapshot == Snapshot(user=("likes tea",), memory=("uses postgres",))
+    assert read_back  # a boolean: a failure never prints memory content
     assert state.updated_at == store.load_state(user_id=user.pk).updated_at
     expected = 1 if connection.vendor == "postgresql" else 2
     assert len(queries.captured_queries) == expected
@@ -107,7 +108,8 @@ def test_turn_read_is_one_statement_for_settings_and_memory(user):
     preferences.set_save_mode(user_id=user.pk, save_mode="ask")
     row, state = store.load_for_turn(user_id=user.pk)
     assert preferences.from_row(row).ask_first is True and preferences.from_row(row).use_memory is True
-    assert state.snapshot.memory == ("uses postgres",)
+    same = state.snapshot.memory == ("uses postgres",)
+    assert same
 
 
 def test_turn_read_skips_the_documents_when_the_switch_is_off(user):
@@ -701,7 +703,8 @@ def test_the_turn_read_outside_a_transaction_is_one_bounded_round_trip(user):
     seed(user, memory_entries=["uses postgres"])
     with CaptureQueriesContext(connection) as queries:
         row, state = store.load_for_turn(user_id=user.pk, timeout=1.0)
-    assert row is None and state.snapshot.memory == ("uses postgres",)
+    same = state.snapshot.memory == ("uses postgres",)
+    assert row is None and same
     if connection.vendor == "postgresql":
         assert len(queries.captured_queries) == 1  # the bounds and the read in one query string
         with connection.cursor() as cursor:  # the bounds ended with it
@@ -730,4 +733,5 @@ def test_the_turn_read_gives_up_on_a_locked_table_within_its_bound(user):
     assert store.is_lock_timeout(info.value.__cause__)  # the lock wait ran out, not some other error
     assert waited < 2.0  # the database's bound, not a caller's wait, ended it
     # The connection is usable at once: the next read answers.
-    assert store.load_for_turn(user_id=user.pk, timeout=0.3)[1].snapshot.memory == ("uses postgres",)
+    answered = store.load_for_turn(user_id=user.pk, timeout=0.3)[1].snapshot.memory == ("uses postgres",)
+    assert answered
