@@ -10,6 +10,10 @@ against a server with memory off and one with memory on, alternating
 `--rounds` times, and the bench prints turns per second, the median (p50)
 and p99 latency of a turn (send -> turn_completed), the server's CPU time
 per turn (robust when other work shares the machine), and on/off ratios.
+Every figure covers the measured turns only: the clients connect and send
+their `--warmup` turns first, then meet at a barrier, and the server's CPU
+and the clock are read there, so a server's one-off work (first imports,
+pooled connections, prepared statements) is not counted as per-turn cost.
 
 In the same run, interleaved with those, a third server runs the
 like-for-like floor (bench/_floor_asgi.py): the same socket, auth, budget
@@ -79,7 +83,7 @@ class RunFigures:
     seconds: float = 0.0
     samples_ns: list[int] = field(default_factory=list)
     cpu_seconds: float = 0.0
-    all_turns: int = 0
+    measured_turns: int = 0  # sent after the warm-up barrier, failed or not
     disposed: list[bool] = field(default_factory=list)
     frames: int = 0
 
@@ -170,13 +174,17 @@ def message_for(client: int, turn: int, writes_every: int) -> str:
 
 
 async def run_client(*, url: str, cookie: str, client: int, turns: int, warmup: int, writes_every: int,
-                     figures: RunFigures) -> None:
+                     figures: RunFigures, warm: asyncio.Barrier) -> None:
     from websockets.asyncio.client import connect
 
     async with connect(url, origin="http://127.0.0.1", additional_headers={"Cookie": f"sessionid={cookie}"},
                        compression=None, max_size=None) as websocket:
         conversation_id = None
         for turn in range(warmup + turns):
+            if turn == warmup:
+                # Every client has connected and finished its warm-up turns: the
+                # measured phase (CPU, time, turns) starts for all of them at once.
+                await warm.wait()
             content = message_for(client, turn, writes_every)
             started = time.perf_counter_ns()
             await websocket.send(json.dumps({"type": "user_message", "content": content,
@@ -201,15 +209,35 @@ async def run_client(*, url: str, cookie: str, client: int, turns: int, warmup: 
 
 
 async def drive(*, port: int, cookies: list[str], turns: int, warmup: int, writes_every: int,
-                figures: RunFigures) -> None:
+                figures: RunFigures, pid: int) -> None:
+    """Run the clients; count the server's CPU and the time of the measured turns only.
+
+    Connecting, signing in and the warm-up turns (the server's first-use
+    work: imports, prepared statements, pooled connections) happen before
+    every client meets at a barrier, and are not part of the figures.
+    """
     url = f"ws://127.0.0.1:{port}/ws/chat/"
-    started = time.perf_counter()
-    await asyncio.gather(*[
-        run_client(url=url, cookie=cookie, client=index, turns=turns, warmup=warmup, writes_every=writes_every,
-                   figures=figures)
+    warm = asyncio.Barrier(len(cookies) + 1)
+    clients = [
+        asyncio.ensure_future(run_client(url=url, cookie=cookie, client=index, turns=turns, warmup=warmup,
+                                         writes_every=writes_every, figures=figures, warm=warm))
         for index, cookie in enumerate(cookies)
-    ])
+    ]
+    waiting = asyncio.ensure_future(warm.wait())
+    await asyncio.wait([waiting, *clients], return_when=asyncio.FIRST_COMPLETED)
+    if not waiting.done():  # a client failed before the measured phase: release the others
+        await warm.abort()
+        await asyncio.gather(*clients, waiting, return_exceptions=True)
+        for client in clients:
+            if client.exception() is not None and not isinstance(client.exception(), asyncio.BrokenBarrierError):
+                raise client.exception()
+        raise RuntimeError("a client finished before the warm-up barrier")
+    before = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.gather(*clients)
     figures.seconds += time.perf_counter() - started
+    figures.cpu_seconds += cpu_seconds(pid) - before
+    figures.measured_turns += len(cookies) * turns
 
 
 def cpu_seconds(pid: int) -> float:
@@ -224,11 +252,8 @@ def measure(*, database_url: str, memory: bool, cookies: list[str], turns: int, 
     with tempfile.TemporaryFile(mode="w+") as log:
         process = start_server(database_url=database_url, memory=memory, port=port, log=log, app=app)
         try:
-            before = cpu_seconds(process.pid)
             asyncio.run(drive(port=port, cookies=cookies, turns=turns, warmup=warmup, writes_every=writes_every,
-                              figures=figures))
-            figures.cpu_seconds += cpu_seconds(process.pid) - before
-            figures.all_turns += len(cookies) * (turns + warmup)
+                              figures=figures, pid=process.pid))
         except Exception:
             stop_server(process)
             log.seek(0)
@@ -255,7 +280,8 @@ def summarize(run: RunFigures) -> dict:
         "turns_per_second": round(run.turns / run.seconds, 1) if run.seconds else 0.0,
         "p50_ms": latency["median_ms"],
         "p99_ms": latency["p99_ms"],
-        "server_cpu_ms_per_turn": round(run.cpu_seconds * 1000 / run.all_turns, 2) if run.all_turns else 0.0,
+        "server_cpu_ms_per_turn": (round(run.cpu_seconds * 1000 / run.measured_turns, 2)
+                                   if run.measured_turns else 0.0),
         "frames_per_turn": round(run.frames / run.turns, 1) if run.turns else 0.0,
     }
 
