@@ -95,7 +95,14 @@ def free_port() -> int:
 
 
 def prepare_people(count: int) -> list[str]:
-    """Create `count` people with a little memory; return their session cookies."""
+    """Create `count` people with a little memory; return their session cookies.
+
+    The memory is worded so the demo model's plain reply with memory on ("here
+    is what I remember: ...") has as many words, so as many streamed chunks
+    and frames, as its reply with memory off: the on/off ratios then compare
+    memory's own work (read, prompt block, tool schema), not a longer answer.
+    `bench/turns.py` checks the frame counts are equal.
+    """
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -110,7 +117,7 @@ def prepare_people(count: int) -> list[str]:
             user_id=user.pk,
             operations=[
                 Operation("user", "add", content=f"Bench person {index} prefers short answers."),
-                Operation("memory", "add", content="The bench project runs on PostgreSQL."),
+                Operation("memory", "add", content="The bench uses PostgreSQL."),
             ],
             actor=Actor.SYSTEM,
         )
@@ -366,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             "p99_ratio_on_off": round(on["p99_ms"] / off["p99_ms"], 3),
             "throughput_ratio_on_off": round(on["turns_per_second"] / off["turns_per_second"], 3),
             "cpu_ratio_on_off": round(on["server_cpu_ms_per_turn"] / off["server_cpu_ms_per_turn"], 3),
+            # Plain turns stream replies of the same length on and off (see prepare_people).
+            "same_frames_on_off": on["frames_per_turn"] == off["frames_per_turn"],
         }
         if (workload, "floor") in runs:
             floor = figures["floor"] = summarize(runs[(workload, "floor")])
@@ -379,7 +388,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_figures(args, result)
     failed = sum(run.failed for run in runs.values())
-    return 1 if failed or not result["shutdown_disposed_agents"] else 0
+    unequal = "read" in result["workloads"] and not result["workloads"]["read"]["same_frames_on_off"]
+    if unequal:
+        print("plain turns streamed a different number of frames with memory on and off: "
+              "the on/off ratios compare different replies", file=sys.stderr)
+    return 1 if failed or unequal or not result["shutdown_disposed_agents"] else 0
 
 
 if __name__ == "__main__":

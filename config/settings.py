@@ -352,5 +352,9 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": [], "propagate": True},
         "django.server": {"handlers": [], "propagate": True},
+        # The model client's HTTP library logs one INFO line per model request
+        # ("HTTP Request: POST <url> 200 OK"): on every turn, and no use to an
+        # operator (failures reach our own logger). Kept out unless asked for.
+        "httpx2": {"level": env.str("HTTP_CLIENT_LOG_LEVEL", default="WARNING")},
     },
 }

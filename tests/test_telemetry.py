@@ -315,6 +315,14 @@ def test_a_database_error_quoting_the_row_never_reaches_the_logs(user, debug_log
     assert hits(text) == []
 
 
+def test_the_model_clients_per_request_log_line_is_off_by_default():
+    # httpx2 logs "HTTP Request: POST <url> 200 OK" at INFO on every model call;
+    # the process log (LOG_LEVEL=INFO) leaves it out unless HTTP_CLIENT_LOG_LEVEL asks for it.
+    assert logging.getLogger().isEnabledFor(logging.INFO)
+    assert not logging.getLogger("httpx2").isEnabledFor(logging.INFO)
+    assert logging.getLogger("httpx2").isEnabledFor(logging.WARNING)
+
+
 def test_library_records_keep_static_text_and_safe_arguments_only(debug_logs):
     body = {"json_data": {"messages": [{"role": "system", "content": WIRE}]}}
     logging.getLogger("openai._base_client").debug("Request options: %s", body)  # older openai releases
