@@ -329,9 +329,9 @@ def print_figures(args, result: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=32, help="concurrent WebSocket clients (default 32)")
-    parser.add_argument("--turns", type=int, default=10, help="measured turns per client per round (default 10)")
+    parser.add_argument("--turns", type=int, default=15, help="measured turns per client per round (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured turns per client first (default 2)")
-    parser.add_argument("--rounds", type=int, default=2, help="off/on alternations per workload (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="off/on alternations per workload (default 3)")
     parser.add_argument("--workload", choices=[*WORKLOADS, "both"], default="both",
                         help="read: plain turns only; mixed: a remember/forget pair every 10 turns (default both)")
     parser.add_argument("--no-floor", action="store_true", help="skip the like-for-like floor server")

@@ -124,3 +124,70 @@ def test_the_commit_statements_are_prepared_on_postgresql(user):
         prepared = [row[0] for row in cursor.fetchall()]
     assert any("FOR NO KEY UPDATE" in statement and "lock_timeout" in statement for statement in prepared)
     assert any(statement.startswith("INSERT INTO \"agentmemory_event\"") for statement in prepared)
+
+
+def our_prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall() if "agentmemory_" in row[0] or "lock_timeout" in row[0]]
+
+
+@pytest.fixture
+def prepare_threshold():
+    """Set the connection's prepare threshold for one test; put it back after."""
+    connection.ensure_connection()
+    before = connection.connection.prepare_threshold
+
+    def set_to(value):
+        connection.connection.prepare_threshold = value
+
+    yield set_to
+    connection.connection.prepare_threshold = before
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_with_prepared_statements_off_the_commit_still_binds_server_side_and_prepares_nothing(
+        user, prepare_threshold):
+    from django.test.utils import CaptureQueriesContext
+
+    from agentmemory import store
+    from agentmemory.rules import Operation
+
+    prepare_threshold(None)  # DATABASE_PREPARE_THRESHOLD=off, as behind PgBouncer in transaction mode
+    with CaptureQueriesContext(connection) as queries:
+        for number in range(8):
+            store.commit_operations(user_id=user.pk, operations=[Operation("memory", "add", content=f"fact {number}")])
+    assert our_prepared_statements() == []
+    lock = [q["sql"] for q in queries.captured_queries if "lock_timeout" in q["sql"]]
+    # Server-side binding: the statement goes with placeholders and its values apart
+    # (a client-bound one would carry the quoted values in its text).
+    assert len(lock) == 8 and all("$1" in sql and "'3000ms'" not in sql for sql in lock)
+    assert len(store.load_snapshot(user_id=user.pk).memory) == 8
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_a_server_that_loses_a_prepared_statement_turns_preparing_off_and_the_commit_is_retried(
+        user, prepare_threshold, monkeypatch, caplog):
+    from agentmemory import store
+    from agentmemory.rules import Operation
+
+    monkeypatch.setattr(store, "_prepared_statements_off", False)
+    prepare_threshold(1)
+    add = [Operation("memory", "add", content="first fact")]
+    for _ in range(3):
+        store.commit_operations(user_id=user.pk, operations=add + [Operation("memory", "remove", match="first fact")])
+    assert our_prepared_statements(), "the commit's statements were prepared"
+    # What a pooler in transaction mode does: the next statement lands on a server
+    # connection that never saw them. DEALLOCATE inside DO, so psycopg still thinks they exist.
+    with connection.cursor() as cursor:
+        cursor.execute("DO $$ BEGIN EXECUTE 'DEALLOCATE ALL'; END $$")
+    assert our_prepared_statements() == []
+    with caplog.at_level("WARNING", logger="agentmemory.store"):
+        result = store.commit_operations(user_id=user.pk, operations=add)
+        store.commit_operations(user_id=user.pk, operations=[Operation("memory", "add", content="second fact")])
+    assert result.outcome == "committed" and result.retry_count == 1
+    assert store.load_snapshot(user_id=user.pk).memory == ("first fact", "second fact")
+    warnings = [r for r in caplog.records if "refused a prepared statement" in r.getMessage()]
+    assert len(warnings) == 1  # once per process, not per commit
+    assert store._prepared_statements_off is True
+    assert our_prepared_statements() == []  # nothing prepared again in this process
