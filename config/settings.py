@@ -116,9 +116,10 @@ else:
     # many times on a connection. "off" turns them off, as PgBouncer in
     # transaction pooling mode needs (before 1.21, or without
     # max_prepared_statements): its server connections change under the
-    # client. Port 6432, PgBouncer's default, turns them off unless set; a
-    # server that still refuses a prepared statement turns them off for the
-    # process (logged once, the commit retried).
+    # client (the commit's statements then bind server-side as unnamed
+    # statements, which it serves). Port 6432, PgBouncer's default, turns
+    # them off unless set; a server that still refuses a prepared statement
+    # turns them off for the process (logged once, the commit retried).
     _pgbouncer_port = str(DATABASES["default"].get("PORT") or "") == "6432"
     _threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="off" if _pgbouncer_port else "5").strip().lower()
     DATABASES["default"]["OPTIONS"].setdefault(
