@@ -4,8 +4,14 @@ It owns one question. N concurrent WebSocket clients (default 32), each
 signed in as its own person with a session cookie, send turns to a real
 daphne process serving `config.asgi:application`, with the offline demo
 model at zero delay, so the figures are our own overhead: the socket, the
-turn service, the conversation log, and (memory on) the snapshot read,
-the prompt block, staging and the locked commit. The same workload runs
+turn service, the model client, the conversation log, and (memory on) the
+snapshot read, the prompt block, staging and the locked commit. By default
+the demo runs inside the chat server (as `make run` serves it), so its own
+CPU counts as the server's; `--model http` runs it in a process of its own
+(bench/_model_server.py), reached over HTTP through the chat's real
+`openai` client as a deployed model is: the server then pays the real HTTP
+transport and not the model's work, but on this 2-core machine the model
+process competes with the server for CPU. The same workload runs
 against a server with memory off and one with memory on, alternating
 `--rounds` times, and the bench prints turns per second, the median (p50)
 and p99 latency of a turn (send -> turn_completed), the server's CPU time
@@ -254,10 +260,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(*, database_url: str, memory: bool, cookies: list[str], turns: int, warmup: int, writes_every: int,
-            figures: RunFigures, app: str = "config.asgi:application") -> None:
+            figures: RunFigures, app: str = "config.asgi:application", env: dict | None = None) -> None:
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
-        process = start_server(database_url=database_url, memory=memory, port=port, log=log, app=app)
+        process = start_server(database_url=database_url, memory=memory, port=port, log=log, app=app, env=env)
         try:
             asyncio.run(drive(port=port, cookies=cookies, turns=turns, warmup=warmup, writes_every=writes_every,
                               figures=figures, pid=process.pid))
@@ -279,6 +285,31 @@ def measure(*, database_url: str, memory: bool, cookies: list[str], turns: int, 
               file=sys.stderr)
 
 
+def wait_listening(process: subprocess.Popen, port: int, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode} before listening.")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"{what} did not start listening within 30 s.")
+
+
+def start_model_server(log) -> tuple[subprocess.Popen, dict]:
+    """Start the demo model in its own process (bench/_model_server.py); return it and
+    the environment that points a chat server at it, as at a real model."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_model_server.py")), str(port)],
+                               cwd=_setup.ROOT, stdout=log, stderr=log)
+    wait_listening(process, port, "the model server")
+    return process, {"OPENAI_API_KEY": "bench-only-key", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+                     "OPENAI_MODEL": "demo", "OPENAI_FALLBACK_MODEL": "", "OPENAI_MAX_RETRIES": "0"}
+
+
 def summarize(run: RunFigures) -> dict:
     latency = _setup.latency_figures(run.samples_ns)
     return {
@@ -297,7 +328,9 @@ def print_figures(args, result: dict) -> None:
     def meets(value, target):
         return "meets" if value <= target else "MISSES"
 
-    print(f"Turn bench: {args.clients} WebSocket clients against one daphne process, demo model at zero delay; "
+    where = "in its own process, over HTTP" if args.model == "http" else "inside the chat server"
+    print(f"Turn bench: {args.clients} WebSocket clients against one daphne process, demo model at zero delay "
+          f"{where}; "
           f"{args.turns} measured turns per client per run, {args.rounds} rounds, modes in a shuffled order each round")
     for workload, figures in result["workloads"].items():
         print(f"\nworkload {workload}: {WORKLOAD_TEXT[workload]}")
@@ -336,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="read: plain turns only; mixed: a remember/forget pair every 10 turns (default both)")
     parser.add_argument("--no-floor", action="store_true", help="skip the like-for-like floor server")
     parser.add_argument("--seed", type=int, default=14, help="seed of the shuffled server order")
+    parser.add_argument("--model", choices=("in-process", "http"), default="in-process",
+                        help="in-process: the offline demo inside each chat server, as make run serves it "
+                             "(default); http: the demo in its own process, reached over HTTP as a real model is")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     workloads = list(WORKLOADS) if args.workload == "both" else [args.workload]
@@ -343,23 +379,29 @@ def main(argv: list[str] | None = None) -> int:
     modes = {w: ("off", "on", "floor") if w == "read" and not args.no_floor else ("off", "on") for w in workloads}
     runs = {(w, mode): RunFigures(memory=mode) for w in workloads for mode in modes[w]}
     rng = random.Random(args.seed)
-    with _setup.bench_database(name=DATABASE_NAME) as database_url:
-        cookies = prepare_people(args.clients)
-        from django.db import connections
+    with tempfile.TemporaryFile(mode="w+") as model_log, _setup.bench_database(name=DATABASE_NAME) as database_url:
+        model, model_env = start_model_server(model_log) if args.model == "http" else (None, {})
+        try:
+            cookies = prepare_people(args.clients)
+            from django.db import connections
 
-        connections.close_all()
-        for workload in workloads:
-            # The modes alternate in a new shuffled order each round, so a change in
-            # the machine's load (other people's tests) hits all of them alike.
-            for _ in range(args.rounds):
-                order = list(modes[workload])
-                rng.shuffle(order)
-                for mode in order:
-                    measure(database_url=database_url, memory=mode == "on", cookies=cookies, turns=args.turns,
-                            warmup=args.warmup, writes_every=WORKLOADS[workload], figures=runs[(workload, mode)],
-                            app=APPS[mode])
+            connections.close_all()
+            for workload in workloads:
+                # The modes alternate in a new shuffled order each round, so a change in
+                # the machine's load (other people's tests) hits all of them alike.
+                for _ in range(args.rounds):
+                    order = list(modes[workload])
+                    rng.shuffle(order)
+                    for mode in order:
+                        measure(database_url=database_url, memory=mode == "on", cookies=cookies, turns=args.turns,
+                                warmup=args.warmup, writes_every=WORKLOADS[workload],
+                                figures=runs[(workload, mode)], app=APPS[mode], env=model_env)
+        finally:
+            if model is not None:
+                stop_server(model)
 
     result: dict = {"clients": args.clients, "turns_per_client_per_round": args.turns, "rounds": args.rounds,
+                    "model": args.model,
                     "targets": {"p50_ratio_on_off": TARGET_RATIO, "cpu_ratio_on_off": TARGET_RATIO,
                                 "server_cpu_ms_per_plain_turn": TARGET_CPU_MS, "cpu_ratio_to_floor": TARGET_FLOOR_RATIO,
                                 "turns_per_second": TARGET_TURNS_PER_SECOND},
