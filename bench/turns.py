@@ -153,17 +153,8 @@ def start_server(*, database_url: str, memory: bool, port: int, log,
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
         cwd=_setup.ROOT, env=env, stdout=log, stderr=log,
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"daphne exited with {process.returncode} before listening; see its log above.")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit("daphne did not start listening within 30 s.")
+    wait_listening(process, port, "daphne")
+    return process
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -289,7 +280,7 @@ def wait_listening(process: subprocess.Popen, port: int, what: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"{what} exited with {process.returncode} before listening.")
+            raise SystemExit(f"{what} exited with {process.returncode} before listening; see its log above.")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return
