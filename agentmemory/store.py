@@ -598,6 +598,7 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     )
     lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {lock_from}"
     bounded = vendor == "postgresql"
+    binding = _server_binding_cursor() if vendor == "postgresql" else None
     # One row at least (the settings, NULL without a row), one per document
     # when the switch is on: no preference row means on, as in the lock query.
     turn_read = (
@@ -640,8 +641,8 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         owner_field=user_model._meta.pk,
         direct_event=direct_event,
         now_field=MemoryDocument._meta.get_field("updated_at"),
-        binding_cursor=_server_binding_cursor() if vendor == "postgresql" else None,
-        unprepared_cursor=_unprepared_cursor() if vendor == "postgresql" else None,
+        binding_cursor=binding,
+        unprepared_cursor=_never_preparing(binding) if binding is not None else None,
         int_owner=user_model._meta.pk.get_internal_type() in _INTEGER_KEYS,
         now_as_is=vendor == "postgresql" and settings.USE_TZ,
     )
@@ -664,11 +665,7 @@ def _server_binding_cursor() -> type | None:
     return ServerBindingCursor
 
 
-def _unprepared_cursor() -> type | None:
-    binding = _server_binding_cursor()
-    if binding is None:
-        return None
-
+def _never_preparing(binding: type) -> type:
     class UnpreparedCursor(binding):
         """Server-side binding that never prepares: each statement goes as an unnamed one
         (parse, bind, execute in one round trip), which a pooler in transaction mode serves."""
