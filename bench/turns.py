@@ -92,6 +92,7 @@ class RunFigures:
     measured_turns: int = 0  # sent after the warm-up barrier, failed or not
     disposed: list[bool] = field(default_factory=list)
     frames: int = 0
+    round_cpu_ms: list[float] = field(default_factory=list)  # server CPU per measured turn, each round alone
 
 
 def free_port() -> int:
@@ -240,8 +241,10 @@ async def drive(*, port: int, cookies: list[str], turns: int, warmup: int, write
     started = time.perf_counter()
     await asyncio.gather(*clients)
     figures.seconds += time.perf_counter() - started
-    figures.cpu_seconds += cpu_seconds(pid) - before
+    spent = cpu_seconds(pid) - before
+    figures.cpu_seconds += spent
     figures.measured_turns += len(cookies) * turns
+    figures.round_cpu_ms.append(spent * 1000 / (len(cookies) * turns))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -312,12 +315,23 @@ def summarize(run: RunFigures) -> dict:
         "server_cpu_ms_per_turn": (round(run.cpu_seconds * 1000 / run.measured_turns, 2)
                                    if run.measured_turns else 0.0),
         "frames_per_turn": round(run.frames / run.turns, 1) if run.turns else 0.0,
+        "round_cpu_ms_per_turn": [round(value, 2) for value in run.round_cpu_ms],
     }
+
+
+def round_spread(mine: dict, theirs: dict) -> list[float]:
+    """The lowest and highest ratio of CPU per turn between two servers, round by round
+    (the servers of one round ran back to back)."""
+    ratios = [a / b for a, b in zip(mine["round_cpu_ms_per_turn"], theirs["round_cpu_ms_per_turn"]) if b]
+    return [round(min(ratios), 2), round(max(ratios), 2)] if ratios else []
 
 
 def print_figures(args, result: dict) -> None:
     def meets(value, target):
         return "meets" if value <= target else "MISSES"
+
+    def rounds(spread):
+        return f", rounds {spread[0]:.2f}-{spread[1]:.2f}" if spread else ""
 
     where = "in its own process, over HTTP" if args.model == "http" else "inside the chat server"
     print(f"Turn bench: {args.clients} WebSocket clients against one daphne process, demo model at zero delay "
@@ -335,14 +349,16 @@ def print_figures(args, result: dict) -> None:
                   f"{f['p99_ms']:>10}{f['server_cpu_ms_per_turn']:>13}{f['frames_per_turn']:>8}")
         print(f"on/off: p50 {figures['p50_ratio_on_off']:.3f}x ({meets(figures['p50_ratio_on_off'], TARGET_RATIO)} "
               f"<= {TARGET_RATIO:.2f}), CPU per turn {figures['cpu_ratio_on_off']:.3f}x "
-              f"({meets(figures['cpu_ratio_on_off'], TARGET_RATIO)} <= {TARGET_RATIO:.2f}), "
+              f"({meets(figures['cpu_ratio_on_off'], TARGET_RATIO)} <= {TARGET_RATIO:.2f}"
+              f"{rounds(figures['cpu_ratio_on_off_rounds'])}), "
               f"p99 {figures['p99_ratio_on_off']:.3f}x, throughput {figures['throughput_ratio_on_off']:.3f}x")
         if "floor" in figures:
             off = figures["memory_off"]
             print(f"plain turn (memory off): CPU {off['server_cpu_ms_per_turn']:.2f} ms "
                   f"({meets(off['server_cpu_ms_per_turn'], TARGET_CPU_MS)} <= {TARGET_CPU_MS}), "
                   f"{figures['cpu_ratio_off_floor']:.2f}x the floor "
-                  f"({meets(figures['cpu_ratio_off_floor'], TARGET_FLOOR_RATIO)} <= {TARGET_FLOOR_RATIO}); "
+                  f"({meets(figures['cpu_ratio_off_floor'], TARGET_FLOOR_RATIO)} <= {TARGET_FLOOR_RATIO}"
+                  f"{rounds(figures['cpu_ratio_off_floor_rounds'])}); "
                   f"memory on {figures['cpu_ratio_on_floor']:.2f}x the floor; "
                   f"throughput {off['turns_per_second']} turns/s "
                   f"({'meets' if off['turns_per_second'] >= TARGET_TURNS_PER_SECOND else 'MISSES'} "
@@ -406,12 +422,14 @@ def main(argv: list[str] | None = None) -> int:
             "p99_ratio_on_off": round(on["p99_ms"] / off["p99_ms"], 3),
             "throughput_ratio_on_off": round(on["turns_per_second"] / off["turns_per_second"], 3),
             "cpu_ratio_on_off": round(on["server_cpu_ms_per_turn"] / off["server_cpu_ms_per_turn"], 3),
+            "cpu_ratio_on_off_rounds": round_spread(on, off),
             # Plain turns stream replies of the same length on and off (see prepare_people).
             "same_frames_on_off": on["frames_per_turn"] == off["frames_per_turn"],
         }
         if (workload, "floor") in runs:
             floor = figures["floor"] = summarize(runs[(workload, "floor")])
             figures["cpu_ratio_off_floor"] = round(off["server_cpu_ms_per_turn"] / floor["server_cpu_ms_per_turn"], 3)
+            figures["cpu_ratio_off_floor_rounds"] = round_spread(off, floor)
             figures["cpu_ratio_on_floor"] = round(on["server_cpu_ms_per_turn"] / floor["server_cpu_ms_per_turn"], 3)
         result["workloads"][workload] = figures
     result["shutdown_disposed_agents"] = all(all(run.disposed) for run in runs.values())
