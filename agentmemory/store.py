@@ -158,14 +158,15 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
     return _state_from_rows(rows)
 
 
-def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, StoredMemory | None]:
-    """Return the person's settings row and, unless their switch is off, their memory.
+def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, Snapshot | None]:
+    """Return the person's settings row and, unless their switch is off, their memory's snapshot.
 
     The row is `(use_memory, save_mode)`, or None when they never changed a
-    setting (the defaults). The memory is None when the switch is off: it is
-    not even read. With `timeout` (seconds) the read gives up, as
-    `bounded_wait` bounds it, when the query or a lock wait takes longer.
-    Raise MemoryUnavailable.
+    setting (the defaults). The snapshot is None when the switch is off: it is
+    not even read. Only what a turn uses is read: the entries, not their
+    timestamps or sources (`load_state` reads those). With `timeout`
+    (seconds) the read gives up, as `bounded_wait` bounds it, when the query
+    or a lock wait takes longer. Raise MemoryUnavailable.
 
     It runs on every turn, so on PostgreSQL it is one fixed statement; and
     with the timeout, outside a transaction and with Django's client-side
@@ -180,7 +181,9 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
                 row = preference_row(user_id=user_id)
                 if row is not None and not row[0]:
                     return row, None
-                return row, load_state(user_id=user_id)
+                documents = MemoryDocument.objects.filter(user_id=user_id).values_list(
+                    "memory_type", "content", "schema_version")
+                return row, _snapshot_from_rows(list(documents))
         except DatabaseError as exc:
             raise MemoryUnavailable("Memory could not be read from the database.") from exc
     owner = sql.owner(user_id)
@@ -199,7 +202,7 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     row = None if found[0][0] is None else tuple(found[0][:2])
     if row is not None and not row[0]:
         return row, None
-    return row, _state_from_rows([_Row(*each[2:]) for each in found if each[2] is not None])
+    return row, _snapshot_from_rows([each[2:] for each in found if each[2] is not None])
 
 
 def preference_row(*, user_id) -> tuple | None:
@@ -268,17 +271,30 @@ def is_lock_timeout(exc: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) in LOCK_TIMEOUT_SQLSTATES or _sqlite_busy(cause)
 
 
+def _check_version(schema_version: int) -> None:
+    if schema_version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"A memory document has schema_version {schema_version}; this release reads "
+            f"version {SCHEMA_VERSION} only. Migrate the content before enabling memory."
+        )
+
+
+def _snapshot_from_rows(rows: Sequence[tuple[str, str, int]]) -> Snapshot:
+    """The snapshot from `(memory_type, content, schema_version)` rows (a turn's read)."""
+    documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
+    for memory_type, content, schema_version in rows:
+        _check_version(schema_version)
+        documents[memory_type] = parse_document(content)
+    return Snapshot(user=documents["user"], memory=documents["memory"])
+
+
 def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
     documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
     updated: dict[str, datetime | None] = {target: None for target in TARGETS}
     created: dict[str, datetime | None] = {target: None for target in TARGETS}
     sources: dict[str, tuple] = {target: () for target in TARGETS}
     for row in rows:
-        if row.schema_version != SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"A memory document has schema_version {row.schema_version}; this release reads "
-                f"version {SCHEMA_VERSION} only. Migrate the content before enabling memory."
-            )
+        _check_version(row.schema_version)
         documents[row.memory_type] = parse_document(row.content)
         updated[row.memory_type] = row.updated_at
         created[row.memory_type] = row.created_at
@@ -601,12 +617,13 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     binding = _server_binding_cursor() if vendor == "postgresql" else None
     # One row at least (the settings, NULL without a row), one per document
     # when the switch is on: no preference row means on, as in the lock query.
+    # Only what a turn uses: the entries, not their timestamps or sources.
     turn_read = (
-        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{pk}, {table}.{memory_type}, "
-        f"{table}.{content}, {table}.{version}, {table}.{sources}, {table}.{created}, {table}.{modified} "
+        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{memory_type}, "
+        f"{table}.{content}, {table}.{version} "
         f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
         f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
-        if vendor == "postgresql" and settings.USE_TZ else ""
+        if vendor == "postgresql" else ""
     )
     return _Statements(
         lock_owner=lock_owner,

@@ -180,13 +180,13 @@ class MemoryTurn:
     def _read(self) -> Snapshot | None:
         try:
             # One bounded read of the person's switch and their memory (one round trip on PostgreSQL).
-            row, state = store.load_for_turn(user_id=self.user_id, timeout=memory_settings().read_timeout)
+            row, snapshot = store.load_for_turn(user_id=self.user_id, timeout=memory_settings().read_timeout)
             settings = preferences.from_row(row)
             if not settings.use_memory:
                 self.enabled, self.off_code = False, "memory_off"
                 return None
             self.ask_first = settings.ask_first
-            return state.snapshot
+            return snapshot
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
             return None

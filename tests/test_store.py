@@ -96,19 +96,20 @@ def test_turn_read_is_one_statement_for_settings_and_memory(user):
 
     seed(user, user_entries=["likes tea"], memory_entries=["uses postgres"])
     with CaptureQueriesContext(connection) as queries:
-        row, state = store.load_for_turn(user_id=user.pk)
+        row, snapshot = store.load_for_turn(user_id=user.pk)
     # No settings row: the defaults, and the memory as load_state reads it.
     assert row is None and preferences.from_row(row).use_memory is True
-    read_back = state.snapshot == Snapshot(user=("likes tea",), memory=("uses postgres",))
+    read_back = snapshot == Snapshot(user=("likes tea",), memory=("uses postgres",))
     assert read_back  # a boolean: a failure never prints memory content
-    assert state.updated_at == store.load_state(user_id=user.pk).updated_at
+    as_stored = snapshot == store.load_state(user_id=user.pk).snapshot
+    assert as_stored
     expected = 1 if connection.vendor == "postgresql" else 2
     assert len(queries.captured_queries) == expected
 
     preferences.set_save_mode(user_id=user.pk, save_mode="ask")
-    row, state = store.load_for_turn(user_id=user.pk)
+    row, snapshot = store.load_for_turn(user_id=user.pk)
     assert preferences.from_row(row).ask_first is True and preferences.from_row(row).use_memory is True
-    same = state.snapshot.memory == ("uses postgres",)
+    same = snapshot.memory == ("uses postgres",)
     assert same
 
 
@@ -117,15 +118,15 @@ def test_turn_read_skips_the_documents_when_the_switch_is_off(user):
 
     seed(user, memory_entries=["uses postgres", "deploys on friday"])
     preferences.set_use_memory(user_id=user.pk, use_memory=False)
-    row, state = store.load_for_turn(user_id=user.pk)
-    assert state is None
+    row, snapshot = store.load_for_turn(user_id=user.pk)
+    assert snapshot is None
     assert preferences.from_row(row).use_memory is False
 
 
 def test_turn_read_of_a_person_with_no_memory(user):
-    row, state = store.load_for_turn(user_id=user.pk)
+    row, snapshot = store.load_for_turn(user_id=user.pk)
     assert row is None
-    assert state.snapshot == Snapshot()
+    assert snapshot == Snapshot()
 
 
 def test_rows_hold_the_rendered_document(user):
@@ -141,6 +142,9 @@ def test_unknown_schema_version_is_refused_not_parsed(user):
     assert isinstance(info.value, store.MemoryUnavailable)
     assert SENTINEL not in str(info.value)
     assert "schema_version" in str(info.value)
+    # The turn's own read (entries only) refuses it the same way.
+    with pytest.raises(store.SchemaVersionError):
+        store.load_for_turn(user_id=user.pk)
 
     # A commit refuses it too and leaves the row alone.
     before = rows_of(user)
@@ -702,8 +706,8 @@ def test_an_agent_commit_for_a_deactivated_account_is_refused_under_the_lock(mak
 def test_the_turn_read_outside_a_transaction_is_one_bounded_round_trip(user):
     seed(user, memory_entries=["uses postgres"])
     with CaptureQueriesContext(connection) as queries:
-        row, state = store.load_for_turn(user_id=user.pk, timeout=1.0)
-    same = state.snapshot.memory == ("uses postgres",)
+        row, snapshot = store.load_for_turn(user_id=user.pk, timeout=1.0)
+    same = snapshot.memory == ("uses postgres",)
     assert row is None and same
     if connection.vendor == "postgresql":
         assert len(queries.captured_queries) == 1  # the bounds and the read in one query string
@@ -733,5 +737,5 @@ def test_the_turn_read_gives_up_on_a_locked_table_within_its_bound(user):
     assert store.is_lock_timeout(info.value.__cause__)  # the lock wait ran out, not some other error
     assert waited < 2.0  # the database's bound, not a caller's wait, ended it
     # The connection is usable at once: the next read answers.
-    answered = store.load_for_turn(user_id=user.pk, timeout=0.3)[1].snapshot.memory == ("uses postgres",)
+    answered = store.load_for_turn(user_id=user.pk, timeout=0.3)[1].memory == ("uses postgres",)
     assert answered
