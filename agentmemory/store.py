@@ -46,7 +46,6 @@ from django.core.signals import setting_changed
 from django.db import (
     DEFAULT_DB_ALIAS,
     DatabaseError,
-    close_old_connections,
     connection,
     connections,
     transaction,
@@ -70,6 +69,7 @@ from .rules import (
 )
 from . import provenance
 from .telemetry import traced_commit
+from .workers import in_worker
 
 logger = logging.getLogger(__name__)
 
@@ -975,8 +975,8 @@ async def commit_in_worker(
     """
     event = cancel_event or threading.Event()
     worker = asyncio.ensure_future(
-        asyncio.to_thread(
-            _commit_in_thread,
+        in_worker(
+            commit_operations,
             user_id=user_id,
             operations=list(operations),
             should_cancel=event.is_set,
@@ -995,12 +995,3 @@ async def commit_in_worker(
             pass
         raise
 
-
-def _commit_in_thread(**kwargs) -> CommitResult:
-    # Worker threads are pooled and outlive the request: treat each commit
-    # like a request, so CONN_MAX_AGE decides whether the connection stays.
-    close_old_connections()
-    try:
-        return commit_operations(**kwargs)
-    finally:
-        close_old_connections()

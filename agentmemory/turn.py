@@ -47,7 +47,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from django.db import close_old_connections
 
 from . import notify, preferences, proposals, store
 from .conf import memory_settings
@@ -55,6 +54,7 @@ from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
 from .scope import MemoryLedger, MemoryRequest, memory_scope
 from .tool import MEMORY_UPDATE_TOOL
+from .workers import in_worker
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class MemoryTurn:
         """
         if not self.enabled:
             return None
-        worker = asyncio.ensure_future(asyncio.to_thread(_with_connection_rules, self._read))
+        worker = asyncio.ensure_future(in_worker(self._read))
         try:
             self.snapshot = await asyncio.wait_for(asyncio.shield(worker), timeout=memory_settings().read_timeout + 1)
         except asyncio.TimeoutError:
@@ -294,8 +294,8 @@ class MemoryTurn:
 
     async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
         """Store the staged batch as a proposal, at the point where a commit would run."""
-        worker = asyncio.ensure_future(asyncio.to_thread(
-            _with_connection_rules, proposals.create, user_id=self.user_id, operations=operations,
+        worker = asyncio.ensure_future(in_worker(
+            proposals.create, user_id=self.user_id, operations=operations,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
         ))
 
@@ -343,8 +343,8 @@ class MemoryTurn:
             return self._outcome
         operations = self.staged
         if operations:
-            await asyncio.shield(asyncio.to_thread(
-                _with_connection_rules, store.record_discarded,
+            await asyncio.shield(in_worker(
+                store.record_discarded,
                 user_id=self.user_id, operations=operations, reason=reason[:40],
             ))
             return self._settle(MemoryOutcome(DISCARDED, operation_count=len(operations), code=reason[:40]))
@@ -397,11 +397,3 @@ class MemoryTurn:
         return outcome
 
 
-def _with_connection_rules(function, /, *args, **kwargs):
-    # Worker threads are pooled and outlive the turn: treat each call like a
-    # request, so CONN_MAX_AGE decides whether the connection stays.
-    close_old_connections()
-    try:
-        return function(*args, **kwargs)
-    finally:
-        close_old_connections()

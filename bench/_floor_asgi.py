@@ -24,7 +24,7 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
+from config.socket_auth import SessionAuthStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
@@ -33,7 +33,8 @@ from chat import budget  # noqa: E402
 from chat.consumers import ChatConsumer, _off_loop  # noqa: E402
 from chat.demo_model import describe_memory  # noqa: E402
 from chat import log  # noqa: E402
-from chat.turns import TemporaryChat, TurnResult, _in_thread, _prepare  # noqa: E402
+from agentmemory.workers import in_worker  # noqa: E402
+from chat.turns import TemporaryChat, TurnResult, _prepare  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
 
 # The demo model streams its reply word by word (chat/demo_model.py).
@@ -48,7 +49,7 @@ class FloorConsumer(ChatConsumer):
         try:
             turn_id = uuid.uuid4().hex
             memory = MemoryTurn(user_id=self.user.pk, enabled=False)
-            prepared = await _in_thread(_prepare, user_id=self.user.pk, content=content,
+            prepared = await in_worker(_prepare, user_id=self.user.pk, content=content,
                                         conversation_id=conversation_id, memory=memory)
             await self._send({"type": "turn_started", "turn_id": turn_id,
                               "conversation_id": prepared.conversation_id, "temporary": False,
@@ -56,7 +57,7 @@ class FloorConsumer(ChatConsumer):
             for piece in PIECES:
                 await self._send({"type": "delta", "text": piece, "turn_id": turn_id})
             outcome = MemoryOutcome(DISABLED)
-            message_id, created_at = await _in_thread(
+            message_id, created_at = await in_worker(
                 log.store_reply, conversation_id=prepared.conversation_id, user_message_id=prepared.user_message_id,
                 turn_id=turn_id, content=REPLY, outcome=outcome.status, metadata={"tools": [], "model": "demo"},
             )
@@ -71,6 +72,6 @@ class FloorConsumer(ChatConsumer):
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": ExactOriginValidator(AuthMiddlewareStack(URLRouter([path("ws/chat/", FloorConsumer.as_asgi())]))),
+        "websocket": ExactOriginValidator(SessionAuthStack(URLRouter([path("ws/chat/", FloorConsumer.as_asgi())]))),
     }
 )

@@ -38,13 +38,13 @@ from importlib import import_module
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
-from channels.db import DatabaseSyncToAsync
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 from django.db import InterfaceError, OperationalError
 
 from agentmemory.notify import group_name
+from agentmemory.workers import in_worker
 
 from . import budget
 from .frames import Cancel, FrameError, parse_client_frame
@@ -305,7 +305,7 @@ async def _off_loop(function, /, *args):
 async def _signed_in_then_admit(session_key, user_id):
     """In a worker thread with a request's connection rules: None when the session has ended, else
     `budget.admit_turn`'s (slot, decision). Not thread-sensitive: sockets do not queue on one thread."""
-    return await DatabaseSyncToAsync(_admit_if_signed_in, thread_sensitive=False)(session_key, user_id)
+    return await in_worker(_admit_if_signed_in, session_key, user_id)
 
 
 def _admit_if_signed_in(session_key, user_id):

@@ -31,7 +31,6 @@ duration. Queries, arguments and results are never logged or traced.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -44,12 +43,13 @@ from datetime import date, datetime, time
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, TrigramWordSimilarity
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.db.models import Case, F, Q, When
 from django.db.models.functions import Length
 from django.utils import timezone
 
 from agentmemory.telemetry import memory_span
+from agentmemory.workers import in_worker
 
 from .models import Message, MessageSearch
 
@@ -527,15 +527,7 @@ def run_search(arguments: str | Mapping, scope: SearchScope) -> dict:
 
 async def handle_conversation_search(arguments: str | Mapping, scope: SearchScope) -> dict:
     """Run the tool call in a worker thread with a request's connection rules."""
-    return await asyncio.to_thread(_with_connection_rules, run_search, arguments, scope)
-
-
-def _with_connection_rules(function, /, *args):
-    close_old_connections()
-    try:
-        return function(*args)
-    finally:
-        close_old_connections()
+    return await in_worker(run_search, arguments, scope)
 
 
 # --- the index (used by migration 0002 and `manage.py search_reindex`) -------------------------

@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import InterfaceError, OperationalError, close_old_connections
+from django.db import InterfaceError, OperationalError
 
 from agentmemory.rules import document_length, summarize
 from agentmemory.telemetry import MemorySpan, memory_span
@@ -56,6 +56,7 @@ from agentmemory.turn import (
     MemoryOutcome,
     MemoryTurn,
 )
+from agentmemory.workers import in_worker
 
 from . import log
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
@@ -301,7 +302,7 @@ class _Turn:
                 history=[*self.temporary.history, {"role": Message.Role.USER, "content": self.content}],
             )
         else:
-            self.prepared = await _in_thread(
+            self.prepared = await in_worker(
                 _prepare, user_id=self.user_id, content=self.content, conversation_id=conversation_id,
                 memory=self.memory,
             )
@@ -380,7 +381,7 @@ class _Turn:
         notice = ""
         cancelled = False
         if self.prepared.logged:
-            store_reply = asyncio.ensure_future(_in_thread(
+            store_reply = asyncio.ensure_future(in_worker(
                 log.store_reply, conversation_id=self.prepared.conversation_id,
                 user_message_id=self.prepared.user_message_id, turn_id=self.turn_id, content=reply,
                 outcome=outcome.status, metadata=self._metadata(model=attempt.model),
@@ -416,7 +417,7 @@ class _Turn:
         failure.tool_events = tuple(self.tool_events)
         if self.prepared.logged:
             try:
-                await asyncio.shield(_in_thread(
+                await asyncio.shield(in_worker(
                     _store_failure, user_message_id=self.prepared.user_message_id, outcome=failure.memory.status,
                     metadata={**self._metadata(), "error": failure.code},
                 ))
@@ -474,20 +475,7 @@ async def _attempts(
     raise AssertionError("an agent always has at least one model")
 
 
-# --- storage (worker threads) -------------------------------------------------------
-
-
-async def _in_thread(function, /, **kwargs):
-    """Run ORM work in a worker thread, like a request: fresh connection rules."""
-    return await asyncio.to_thread(_with_connection_rules, function, kwargs)
-
-
-def _with_connection_rules(function, kwargs):
-    close_old_connections()
-    try:
-        return function(**kwargs)
-    finally:
-        close_old_connections()
+# --- storage (worker threads: agentmemory.workers.in_worker) ------------------------
 
 
 def _prepare(*, user_id, content: str, conversation_id: int | None, memory: MemoryTurn) -> _Prepared:

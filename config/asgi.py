@@ -11,13 +11,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 setup_telemetry()
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.agents import lifespan_app  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
 from config.parsers import BodyLimit  # noqa: E402
+from config.socket_auth import SessionAuthStack  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -26,9 +26,10 @@ application = ProtocolTypeRouter(
         # Disposes the chat's model clients on servers that speak lifespan;
         # daphne does not, so chat.agents also hooks its reactor shutdown.
         "lifespan": lifespan_app,
-        # Exact origins (scheme, host and port): config/origins.py.
+        # Exact origins (scheme, host and port): config/origins.py; who is
+        # signed in: config/socket_auth.py.
         "websocket": ExactOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            SessionAuthStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )

@@ -195,3 +195,59 @@ def test_a_server_that_loses_a_prepared_statement_turns_preparing_off_and_the_co
     assert len(warnings) == 1  # once per process, not per commit
     assert store._prepared_statements_off is True
     assert our_prepared_statements() == []  # nothing prepared again in this process
+
+
+
+async def test_worker_calls_leave_no_connection_open_without_persistent_connections(user):
+    """With CONN_MAX_AGE=0 every worker-thread call closes the connection it opened, inside the
+    call's own context (agentmemory.workers). The socket's admit check used channels'
+    DatabaseSyncToAsync, which closes outside that context: when the admit was a thread's last call
+    (here: a message on a socket whose session has ended), its connection stayed open."""
+    from django.contrib.sessions.models import Session
+
+    from tests.chat_helpers import connect, receive_until
+
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="socket-db")
+    loop.set_default_executor(executor)
+    assert connections.settings["default"]["CONN_MAX_AGE"] == 0  # the suite's setting (tests/env_defaults.py)
+
+    def other_sessions() -> int | None:
+        """Sessions on the test database besides this probe's own (PostgreSQL)."""
+        if connection.vendor != "postgresql":
+            return None
+        probe = connections.create_connection("default")
+        try:
+            with probe.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                               "AND pid <> pg_backend_pid()")
+                return cursor.fetchone()[0]
+        finally:
+            probe.close()
+
+    def end_sessions() -> None:
+        try:
+            Session.objects.all().delete()
+        finally:
+            connection.close()
+
+    def thread_connection_open() -> bool:
+        return connections["default"].connection is not None
+
+    try:
+        before = await asyncio.to_thread(other_sessions)  # the test's own (it created the person), if open
+        socket = await connect(user)
+        connected = await asyncio.to_thread(other_sessions)
+        await loop.run_in_executor(executor, end_sessions)
+        await socket.send_to(text_data=json.dumps({"type": "user_message", "content": "hello", "conversation_id": None}))
+        frames = await receive_until(socket, "socket_closed")
+        await socket.disconnect()
+        left_open = await loop.run_in_executor(executor, thread_connection_open)
+        after = await asyncio.to_thread(other_sessions)
+    finally:
+        await loop.run_in_executor(executor, connections.close_all)
+        executor.shutdown(wait=True)
+    assert frames[-1]["code"] == "session_ended"
+    assert left_open is False, "the admit check left its database connection open in the worker thread"
+    assert connected == before, f"{connected} database sessions once the socket was signed in, {before} before"
+    assert after == before, f"{after} database sessions after the refused message, {before} before it"
