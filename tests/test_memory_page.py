@@ -297,9 +297,12 @@ def test_page_edit_racing_an_agent_commit_keeps_both_changes(postgres_only, make
     results = {}
 
     def page_edit():
-        results["page"] = page.post("/memory/correct/", {
-            "target": "user", "entry": "Uses Python 3.10.", "content": "Uses Python 3.12.",
-        }).status_code
+        try:
+            results["page"] = page.post("/memory/correct/", {
+                "target": "user", "entry": "Uses Python 3.10.", "content": "Uses Python 3.12.",
+            }).status_code
+        finally:
+            connection.close()  # the test client keeps its thread's connection (no request_finished close)
 
     def agent_commit():
         try:
