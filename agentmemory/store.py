@@ -994,4 +994,3 @@ async def commit_in_worker(
         except (CommitCancelled, MemoryValidationError, DatabaseError):
             pass
         raise
-

@@ -47,7 +47,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-
 from . import notify, preferences, proposals, store
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
@@ -395,5 +394,3 @@ class MemoryTurn:
             if announced is False:  # the channel layer failed: say so rather than leave other pages stale
                 self._outcome = outcome = replace(outcome, code="not_announced")
         return outcome
-
-

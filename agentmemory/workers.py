@@ -19,7 +19,7 @@ from django.db import close_old_connections
 T = TypeVar("T")
 
 
-def with_connection_rules(function: Callable[..., T], /, *args, **kwargs) -> T:
+def _with_connection_rules(function: Callable[..., T], /, *args, **kwargs) -> T:
     """Call `function` in this (worker) thread as a request would run it."""
     close_old_connections()
     try:
@@ -30,4 +30,4 @@ def with_connection_rules(function: Callable[..., T], /, *args, **kwargs) -> T:
 
 async def in_worker(function: Callable[..., T], /, *args, **kwargs) -> T:
     """Run `function` in a worker thread with a request's connection rules; return its result."""
-    return await asyncio.to_thread(with_connection_rules, function, *args, **kwargs)
+    return await asyncio.to_thread(_with_connection_rules, function, *args, **kwargs)
