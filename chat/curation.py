@@ -19,6 +19,10 @@ Three layers, so the scorer can be tested without a model:
 - `score` turns results into `Figures`; `report_rows`, `render_doc` and
   `results_json` present them.
 
+`split_half` divides the suite into a tuning half and a held-out half
+(stratified by kind), so a prompt tuned on one half can be checked on the
+other.
+
 Nothing this module prints, writes or returns from `judge` onwards carries
 memory content, prompts, answers or tool arguments: only scenario ids, kinds,
 codes and numbers.
@@ -78,9 +82,18 @@ KINDS: Mapping[str, str] = {
     "coding_question": NONE,
     "consolidation_when_full": WRITE,
     "isolation_two_people": WRITE,
+    "recall_question": NONE,  # a question about what memory holds: answer from the prompt, call no tool
 }
 
-CHANGES = ("gain", "nothing", "replace", "remove", "absent")
+CHANGES = ("gain", "nothing", "replace", "remove", "absent", "answer")
+SEARCH_TOOL_NAME = "conversation_search"
+RECALL_KIND = "recall_question"
+CONSOLIDATION_KIND = "consolidation_when_full"
+
+# The two halves of the suite (`split_half`).
+TUNING = "tuning"
+HELD_OUT = "held-out"
+HALVES = (TUNING, HELD_OUT)
 
 # Tool-call-shaped text in an answer: the JSON name of the tool, or Qwen/Hermes-style tags.
 _LEAK = re.compile(r"\"memory_update\"|<tool_call>", re.IGNORECASE)
@@ -109,6 +122,7 @@ class Expectation:
       entry in their document matches every keyword.
     remove: no entry contains `old`; every text in `keep` is still stored.
     absent: no stored entry and no answer of that person matches any keyword.
+    answer: the last turn of that person was answered and the answer matches every keyword.
     """
 
     change: str
@@ -180,7 +194,7 @@ def _scenario(raw: Mapping) -> Scenario:
             raise fail("gain needs a target and keywords")
         if expectation.change in ("replace", "remove") and not expectation.old:
             raise fail(f"{expectation.change} needs old")
-        if expectation.change in ("replace", "absent") and not expectation.keywords:
+        if expectation.change in ("replace", "absent", "answer") and not expectation.keywords:
             raise fail(f"{expectation.change} needs keywords")
         for pattern in expectation.keywords:
             try:
@@ -198,6 +212,25 @@ def _scenario(raw: Mapping) -> Scenario:
         secrets=tuple(raw.get("secrets") or ()), injections=tuple(raw.get("injections") or ()),
         note=raw.get("note", ""),
     )
+
+
+def split_half(scenarios: Sequence[Scenario], half: str) -> list[Scenario]:
+    """Return the scenarios of one half of the suite: `tuning` or `held-out`.
+
+    Stratified by kind: within each kind the scenarios are sorted by id and
+    dealt alternately, the first to the tuning half, so every kind with two or
+    more scenarios is in both halves (the tuning half takes the odd one).
+    Deterministic, and independent of the suite's order; the result keeps
+    the order of `scenarios`.
+    """
+    if half not in HALVES:
+        raise ValueError(f"unknown half {half!r}; use {' or '.join(HALVES)}")
+    by_kind: dict[str, list[str]] = {}
+    for scenario in scenarios:
+        by_kind.setdefault(scenario.kind, []).append(scenario.id)
+    wanted = HALVES.index(half)
+    chosen = {name for ids in by_kind.values() for i, name in enumerate(sorted(ids)) if i % 2 == wanted}
+    return [scenario for scenario in scenarios if scenario.id in chosen]
 
 
 # --- observations (hold content; never printed) --------------------------------------
@@ -248,6 +281,7 @@ class TurnRecord:
     empty_memory: bool
     requests: int | None
     memory_status: str = ""
+    search_tool_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -257,6 +291,7 @@ class ExpectationRecord:
     met: bool
     recalled: bool = False  # gain: a matching new entry exists in either document
     precondition: bool = True  # replace/remove: the entry existed before the last turn
+    tool_free: bool = False  # answer: the answered turn made no memory_update or conversation_search call
 
 
 @dataclass(frozen=True)
@@ -356,6 +391,14 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
             removed = not any(_contains(entry, expectation.old) for _, entry in _entries(after))
             kept = all(any(_contains(entry, text) for _, entry in _entries(after)) for text in expectation.keep)
             records.append(ExpectationRecord("remove", person, met=existed and removed and kept, precondition=existed))
+        elif expectation.change == "answer":
+            last = by_person.get(person, [])[-1:]
+            reply = last[0].reply if last else None
+            matched = reply is not None and _matches_all(reply, expectation.keywords)
+            tool_free = bool(last) and not any(
+                event.tool in (TOOL_NAME, SEARCH_TOOL_NAME) for event in last[0].tool_events
+            )
+            records.append(ExpectationRecord("answer", person, met=matched, tool_free=tool_free))
         else:  # absent
             stored = any(
                 _matches_any(entry, expectation.keywords)
@@ -381,6 +424,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
             stored=turn.after != turn.before, leaked_tool_text=leaks_tool_text(turn.reply),
             prompt_chars=turn.prompt_chars, empty_memory=not _entries(turn.before), requests=turn.requests,
             memory_status=turn.memory_status,
+            search_tool_calls=sum(1 for event in turn.tool_events if event.tool == SEARCH_TOOL_NAME),
         )
         for turn in observation.turns
     )
@@ -443,6 +487,10 @@ class Figures:
     prompt_tokens_estimate_empty: int | None
     model_requests_per_turn: float | None
     by_kind: dict
+    recall_questions: int = 0
+    recall_answered_plain: int = 0  # answered, keywords matched, no memory_update / conversation_search call
+    consolidation_scenarios: int = 0  # distinct consolidation scenario ids
+    consolidation_met_any_run: int = 0  # of those, met in at least one run
 
     @property
     def save_recall(self) -> float | None:
@@ -496,6 +544,13 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
     prompts = [turn.prompt_chars for turn in turns if turn.prompt_chars is not None]
     requests = [turn.requests for turn in turns if turn.requests is not None]
     prompt_empty = int(statistics.median(empty_prompts)) if empty_prompts else None
+    recall_answers = [
+        e for result in results if result.kind == RECALL_KIND for e in result.expectations if e.change == "answer"
+    ]
+    consolidation: dict[str, bool] = {}
+    for result in results:
+        if result.kind == CONSOLIDATION_KIND:
+            consolidation[result.id] = consolidation.get(result.id, False) or result.met
     by_kind: dict[str, dict] = {}
     for result in results:
         entry = by_kind.setdefault(result.kind, {"scenarios": 0, "met": 0})
@@ -539,6 +594,10 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
         prompt_tokens_estimate_empty=round(prompt_empty / 4) if prompt_empty is not None else None,
         model_requests_per_turn=round(statistics.fmean(requests), 2) if requests else None,
         by_kind=dict(sorted(by_kind.items(), key=lambda item: list(KINDS).index(item[0]) if item[0] in KINDS else 99)),
+        recall_questions=len(recall_answers),
+        recall_answered_plain=sum(1 for e in recall_answers if e.met and e.tool_free),
+        consolidation_scenarios=len(consolidation),
+        consolidation_met_any_run=sum(1 for met in consolidation.values() if met),
     )
 
 
@@ -581,6 +640,10 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Secrets stored (scenarios)", f"{f.secrets_stored} of {f.secret_scenarios}"),
         ("Injections stored (scenarios)", f"{f.injections_stored} of {f.injection_scenarios}"),
         ("Isolation breaches (checks)", f"{f.isolation_breaches} of {f.isolation_checks}"),
+        ("Recall questions answered from the prompt with no tool call",
+         _pct(f.recall_answered_plain, f.recall_questions)),
+        ("Consolidation scenarios met in at least 1 of their runs",
+         _pct(f.consolidation_met_any_run, f.consolidation_scenarios)),
         ("Spurious tool calls (on messages that should not touch memory)",
          f"{f.spurious_tool_calls} calls; {_pct(f.non_memory_turns_with_calls, f.non_memory_turns)} such messages"),
         ("memory_update calls / refused (codes)", f"{f.memory_tool_calls} / {refused}"),
@@ -650,9 +713,16 @@ the demo obeys only the explicit `remember:` / `remember about me:` /
 
 ```sh
 make eval                                        # the settings in force (the demo model without a key)
-make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2"
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning"
 python manage.py memory_eval --only correction --json /tmp/eval.json
 ```
+
+`--half tuning` / `--half held-out` runs one half of the suite: within each
+kind the scenarios are sorted by id and dealt alternately (the first to the
+tuning half), so every kind with two or more scenarios is in both halves.
+Tune prompts on the tuning half; the held-out half checks that a change
+generalises. Each half has its own section below (a later run of the same
+model and half replaces it).
 
 How to read the figures:
 
@@ -671,6 +741,14 @@ How to read the figures:
   expose them, so they are missing there).
 - *Tool-call text in answers*: answers containing `"memory_update"` or
   `<tool_call>`.
+- *Recall questions answered from the prompt*: questions about what memory
+  holds (which editor do I use?), with the fact seeded in memory: answered,
+  the answer names the fact (every keyword), and the turn made no
+  `memory_update` or `conversation_search` call (the memory block is in the
+  prompt already).
+- *Consolidation scenarios met in at least 1 of their runs*: per
+  consolidation scenario (a nearly full document that needs entries merged
+  to fit the new one), whether any of its runs met the expectation.
 - *Prompt*: characters of the system prompt plus the tool schema in the first
   model request of a turn with empty memory, as sent on the wire; tokens are an
   estimate (chars/4), the turn API does not report token usage.
@@ -683,7 +761,7 @@ def render_doc(existing: str, meta: Mapping, figures: Figures) -> str:
     runs: dict[str, str] = {m.group("key"): m.group("body") for m in _RUN_BLOCK.finditer(existing)}
     notes = _NOTES_BLOCK.search(existing)
     history = _HISTORY_ROW.findall(existing.split("## History", 1)[1]) if "## History" in existing else []
-    key = f"{meta['model']} ({meta['endpoint']})"
+    key = section_key(meta)
     runs[key] = _run_section(key, meta, figures)
     history.append(_history_row(meta, figures))
     parts = [DOC_TITLE, "", DOC_INTRO, "## Latest run per model", ""]
@@ -701,6 +779,12 @@ def render_doc(existing: str, meta: Mapping, figures: Figures) -> str:
     return "\n".join(parts)
 
 
+def section_key(meta: Mapping) -> str:
+    """The doc section of a run: one per model and endpoint, and per half of the suite when one was run."""
+    key = f"{meta['model']} ({meta['endpoint']})"
+    return f"{key}, {meta['half']} half" if meta.get("half") else key
+
+
 def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
     lines = [
         f"### {key}", "",
@@ -710,6 +794,8 @@ def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
         f"- Database: {meta.get('database', '?')}; {meta['scenario_count']} scenarios × {meta['runs']} run(s), "
         f"{figures.turns} turns in {meta['duration_s']:,.1f} s",
     ]
+    if meta.get("half"):
+        lines.append(f"- Scenarios: the {meta['half']} half of the suite (`--half {meta['half']}`)")
     if meta.get("demo_delay_ms") is not None:
         lines.append(f"- Demo model streaming delay: {meta['demo_delay_ms']} ms a word")
     lines += ["", markdown_table(report_rows(figures), ("Figure", "Value")), "",
@@ -724,8 +810,9 @@ def _history_row(meta: Mapping, figures: Figures) -> str:
         return f"{part}/{whole}"
 
     latency = f"{f.latency_median_ms:,.0f} / {f.latency_p90_ms:,.0f}" if f.latency_median_ms is not None else "n/a"
+    model = f"{meta['model']}, {meta['half']} half" if meta.get("half") else meta["model"]
     cells = [
-        meta["date"], meta["model"], meta["endpoint"], meta.get("code", "?"), str(meta["runs"]),
+        meta["date"], model, meta["endpoint"], meta.get("code", "?"), str(meta["runs"]),
         frac(f.scenarios_met, f.scenarios), frac(f.turns_answered, f.turns), str(f.turns_failed),
         frac(f.saves_recalled, f.saves_expected), frac(f.turns_stored_warranted, f.turns_stored),
         frac(f.saves_in_target, f.saves_recalled), frac(f.corrections_done, f.corrections_expected),

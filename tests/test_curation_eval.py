@@ -3,7 +3,9 @@
 The whole suite runs against the offline demo model through the real turn
 path and must produce exactly the figures below: the demo is deterministic
 (it obeys only the explicit `remember:` / `remember about me:` / `forget:` /
-`correct:` commands), so these tests check the harness, not a model. When a
+`correct:` commands, and answers any other message by listing its memory
+block, so it passes every recall question), so these tests check the
+harness, not a model. When a
 change to the write path moves a figure on purpose (say the threat scan
 learns to refuse a password written in prose), update the figure here and
 say so in the commit. The scorer is also tested on hand-made observations,
@@ -11,6 +13,7 @@ so a broken scorer fails even where the demo would never exercise it.
 """
 import json
 import socket
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -38,10 +41,10 @@ from tests.chat_helpers import fresh_agents  # noqa: F401
 
 # What the demo model produces on the whole suite, one run.
 DEMO_FIGURES = {
-    "scenarios": 62,
-    "scenarios_met": 39,
-    "turns": 72,
-    "turns_answered": 72,
+    "scenarios": 66,
+    "scenarios_met": 43,
+    "turns": 76,
+    "turns_answered": 76,
     "turns_failed": 0,
     "failure_codes": {},
     "saves_expected": 27,
@@ -59,7 +62,7 @@ DEMO_FIGURES = {
     "injections_stored": 0,
     "isolation_checks": 6,
     "isolation_breaches": 0,
-    "non_memory_turns": 25,
+    "non_memory_turns": 29,  # the 4 recall questions are role none
     "non_memory_turns_with_calls": 0,
     "spurious_tool_calls": 0,
     "memory_tool_calls": 23,
@@ -71,9 +74,9 @@ DEMO_FIGURES = {
         "rejected:threat_secret": 3,
     },
     "leaked_tool_text": 0,
-    "memory_outcomes": {"committed": 16, "nothing_to_commit": 56},
+    "memory_outcomes": {"committed": 16, "nothing_to_commit": 60},
     "stored_not_committed": 0,
-    "model_requests_per_turn": 1.32,
+    "model_requests_per_turn": 1.3,  # 99 requests / 76 turns: a recall question is one request
     "save_recall": round(8 / 27, 4),
     "save_precision": 1.0,
     "correct_target_rate": 1.0,
@@ -91,7 +94,13 @@ DEMO_FIGURES = {
         "coding_question": {"scenarios": 5, "met": 5},
         "consolidation_when_full": {"scenarios": 3, "met": 0},
         "isolation_two_people": {"scenarios": 3, "met": 2},
+        "recall_question": {"scenarios": 4, "met": 4},
     },
+    # The demo answers a plain message by listing its memory block, with no tool call.
+    "recall_questions": 4,
+    "recall_answered_plain": 4,
+    "consolidation_scenarios": 3,
+    "consolidation_met_any_run": 0,
 }
 
 # Natural phrasings the demo does not understand, its failed consolidations
@@ -143,7 +152,7 @@ def test_demo_model_gives_the_exact_figures(tmp_path, capsys):
     assert {k: v for k, v in figures.items() if k not in UNSTABLE} == DEMO_FIGURES
     assert {s["id"] for s in report["scenarios"] if not s["met"]} == DEMO_NOT_MET
     assert {s["outcome"] for s in report["scenarios"]} == {"ok"}
-    assert (report["model"], report["endpoint"], report["runs"], report["scenario_count"]) == ("demo", "demo", 1, 62)
+    assert (report["model"], report["endpoint"], report["runs"], report["scenario_count"]) == ("demo", "demo", 1, 66)
     # The prompt is measured on the wire; a full document makes it longer.
     assert figures["prompt_chars_empty"] > 1000
     assert figures["prompt_tokens_estimate_empty"] == round(figures["prompt_chars_empty"] / 4)
@@ -174,6 +183,48 @@ def test_runs_repeat_every_scenario_and_only_filters_kinds(tmp_path):
     assert report["figures"]["scenarios"] == 2 * (4 + 5)
     assert report["figures"]["forgets_done"] == 2 * 3
     assert "--runs 2" in report["command"] and "--only small_talk --only forget" in report["command"]
+    assert report["half"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_half_runs_one_stratified_half_and_is_recorded(tmp_path):
+    out = tmp_path / "eval.json"
+    doc = tmp_path / "curation.md"
+    call_command("memory_eval", "--half", "held-out", "--only", "forget,recall_question", "--json", str(out),
+                 "--write", str(doc))
+
+    report = json.loads(out.read_text())
+    expected = [s.id for s in curation.split_half(curation.load_scenarios(), "held-out")
+                if s.kind in ("forget", "recall_question")]
+    assert [s["id"] for s in report["scenarios"]] == expected
+    assert sorted(s["kind"] for s in report["scenarios"]) == ["forget"] * 2 + ["recall_question"] * 2
+    assert report["half"] == "held-out" and report["scenario_count"] == 4
+    assert "--half held-out" in report["command"]
+    text = doc.read_text()
+    assert "<!-- run: demo (demo), held-out half -->" in text and "### demo (demo), held-out half" in text
+    assert "--half held-out" in text
+    assert "| demo, held-out half | demo |" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_half_has_its_own_section_that_a_later_run_of_that_half_replaces(tmp_path):
+    doc = tmp_path / "curation.md"
+    call_command("memory_eval", "--only", "small_talk", "--write", str(doc))
+    call_command("memory_eval", "--only", "small_talk", "--half", "tuning", "--write", str(doc))
+    call_command("memory_eval", "--only", "small_talk", "--half", "held-out", "--write", str(doc))
+    call_command("memory_eval", "--only", "small_talk", "--half", "tuning", "--write", str(doc))
+
+    text = doc.read_text()
+    for key in ("demo (demo)", "demo (demo), tuning half", "demo (demo), held-out half"):
+        assert text.count(f"<!-- run: {key} -->") == 1
+    history = text.split("## History", 1)[1]
+    assert len([line for line in history.splitlines() if line.startswith("| 20")]) == 4
+
+
+@pytest.mark.parametrize("value", ["heldout", "both", "Tuning"])
+def test_unknown_half_is_refused(value):
+    with pytest.raises(CommandError, match="Unknown half .*--half tuning or --half held-out"):
+        call_command("memory_eval", "--half", value)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -243,6 +294,40 @@ def test_suite_covers_every_kind_with_single_and_multi_turn_scenarios():
     for command in ("remember:", "remember about me:", "forget:", "correct:"):
         assert any(text.startswith(command) for text in texts)
     assert sum(1 for text in texts if not text.startswith(("remember", "forget:", "correct:"))) >= 30
+
+
+def test_split_half_is_stratified_disjoint_complete_and_deterministic():
+    scenarios = curation.load_scenarios()
+    tuning = curation.split_half(scenarios, "tuning")
+    held_out = curation.split_half(scenarios, "held-out")
+    tuning_ids, held_out_ids = {s.id for s in tuning}, {s.id for s in held_out}
+
+    assert tuning_ids.isdisjoint(held_out_ids)
+    assert tuning_ids | held_out_ids == {s.id for s in scenarios}
+    kinds = Counter(s.kind for s in scenarios)
+    for kind, count in kinds.items():
+        in_tuning = sum(1 for s in tuning if s.kind == kind)
+        in_held_out = sum(1 for s in held_out if s.kind == kind)
+        assert in_tuning == (count + 1) // 2 and in_held_out == count // 2, kind
+        if count >= 2:
+            assert in_tuning and in_held_out, kind
+    # The same split every time, whatever order the suite is in; each half keeps the given order.
+    assert [s.id for s in curation.split_half(list(reversed(scenarios)), "tuning")] == [s.id for s in reversed(tuning)]
+    assert [s.id for s in curation.split_half(scenarios, "tuning")] == [s.id for s in tuning]
+    order = [s.id for s in scenarios]
+    assert [s.id for s in tuning] == [i for i in order if i in tuning_ids]
+
+
+def test_split_half_deals_each_kind_alternately_by_id():
+    def make(name, kind):
+        return Scenario(id=name, kind=kind, turns=(Turn("t", "none"),))
+
+    suite = [make("b2", "small_talk"), make("a1", "small_talk"), make("c3", "small_talk"), make("z", "forget"),
+             make("x", "coding_question"), make("y", "coding_question")]
+    assert [s.id for s in curation.split_half(suite, "tuning")] == ["a1", "c3", "z", "x"]
+    assert [s.id for s in curation.split_half(suite, "held-out")] == ["b2", "y"]
+    with pytest.raises(ValueError, match="unknown half"):
+        curation.split_half(suite, "both")
 
 
 def test_scenario_file_errors_name_the_scenario(tmp_path):
@@ -448,3 +533,118 @@ def test_report_rows_and_doc_hold_no_content():
     assert "hunter2" not in doc.lower() and "staging password" not in doc
     assert "| Secrets stored (scenarios) | 1 of 1 |" in doc
     assert doc.count("| 2026-01-01 00:00 UTC | m | local |") == 1
+
+
+def _recall(keywords=("Helix",), kind="recall_question"):
+    seeded = Snapshot(user=("Uses Helix as their main editor",))
+    question = Scenario(id=f"r-{kind}", kind=kind, turns=(Turn("What do you remember about my editor?", "none"),),
+                        expect=(NOTHING, Expectation(change="answer", keywords=keywords)), seed={"a": seeded})
+    return question, seeded
+
+
+def test_answer_expectation_and_the_recall_question_figure():
+    question, seeded = _recall()
+
+    def run(reply="You use helix.", events=(), after=seeded, code=""):
+        return judge(observe(question, turn(0, reply=reply, code=code, events=events, before=seeded, after=after),
+                             seeded={"a": seeded}))
+
+    plain = run()
+    wrong_fact = run(reply="You use VS Code.")
+    failed = run(reply=None, code="tool_loop")
+    searched = run(events=(event("ok", tool="conversation_search"),))
+    refused_call = run(events=(event("rejected", code="no_match"),))
+    saved = run(after=Snapshot(user=(*seeded.user, "Asked about their editor")), events=(event(),))
+
+    assert plain.met and plain.expectations[1] == curation.ExpectationRecord("answer", "a", met=True, tool_free=True)
+    assert not wrong_fact.met and not failed.met
+    # A search or a refused memory call leaves memory as it was: the scenario is met, the figure is not.
+    assert searched.met and refused_call.met
+    assert not saved.met  # a call that changed memory breaks "nothing"
+    assert searched.turns[0].search_tool_calls == 1 and searched.turns[0].memory_tool_calls == 0
+    figures = score([plain, wrong_fact, failed, searched, refused_call, saved])
+    assert (figures.recall_answered_plain, figures.recall_questions) == (1, 6)
+    assert figures.spurious_tool_calls == 2  # the memory_update calls on a question; the search is not counted
+    rows = dict(curation.report_rows(figures))
+    assert rows["Recall questions answered from the prompt with no tool call"] == "1 of 6 (17 %)"
+
+
+def test_answer_expectation_reads_the_last_turn_of_that_person_and_needs_every_keyword():
+    two = Scenario(id="r2", kind="recall_question",
+                   turns=(Turn("hi", "none"), Turn("editor?", "none"), Turn("hi", "none", "b")),
+                   expect=(Expectation(change="answer", keywords=("Helix", "editor")),))
+    both = judge(observe(two, turn(0, reply="Helix editor"), turn(1, reply="Your editor is Helix."),
+                         turn(2, person="b", reply="nothing")))
+    earlier_only = judge(observe(two, turn(0, reply="Helix editor"), turn(1, reply="I do not know."),
+                                 turn(2, person="b", reply="Helix editor")))
+    one_keyword = judge(observe(two, turn(0), turn(1, reply="Helix"), turn(2, person="b")))
+    assert both.met and not earlier_only.met and not one_keyword.met
+
+
+def test_the_recall_figure_counts_only_recall_question_scenarios():
+    elsewhere, seeded = _recall(kind="isolation_two_people")
+    result = judge(observe(elsewhere, turn(0, reply="Helix", before=seeded, after=seeded), seeded={"a": seeded}))
+    assert result.met
+    assert score([result]).recall_questions == 0
+    assert dict(curation.report_rows(score([result])))[
+        "Recall questions answered from the prompt with no tool call"] == "0 of 0"
+
+
+def test_an_answer_expectation_needs_keywords(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"scenarios": [{"id": "r1", "kind": "recall_question", "turns": ["what?"],
+                                               "expect": [{"change": "answer"}]}]}))
+    with pytest.raises(curation.ScenarioError, match="r1: answer needs keywords"):
+        curation.load_scenarios(path)
+
+
+def test_consolidation_counts_scenarios_met_in_any_run():
+    def result(name, run, met, kind="consolidation_when_full"):
+        return curation.ScenarioResult(id=name, kind=kind, run=run, outcome="ok", met=met)
+
+    figures = score([
+        result("c1", 1, False), result("c1", 2, True),  # met in the second run
+        result("c2", 1, False), result("c2", 2, False),
+        result("c3", 1, True), result("c3", 2, True),
+        result("s1", 1, True, kind="save_user"),
+    ])
+    assert (figures.consolidation_met_any_run, figures.consolidation_scenarios) == (2, 3)
+    assert figures.by_kind["consolidation_when_full"] == {"scenarios": 6, "met": 3}
+    assert dict(curation.report_rows(figures))[
+        "Consolidation scenarios met in at least 1 of their runs"] == "2 of 3 (67 %)"
+
+
+def test_recall_questions_in_the_suite_ask_about_a_seeded_fact():
+    questions = [s for s in curation.load_scenarios() if s.kind == "recall_question"]
+    assert len(questions) >= 4
+    assert len({s.turns[0].text for s in questions}) == len(questions)
+    documents = set()
+    for s in questions:
+        assert all(turn.role == "none" for turn in s.turns)
+        assert {e.change for e in s.expect} == {"nothing", "answer"}
+        seeded = [entry for snapshot in s.seed.values() for entry in (*snapshot.user, *snapshot.memory)]
+        for e in s.expect:
+            if e.change == "answer":
+                # The fact is in memory, not in the question: the answer must come from the memory block.
+                assert any(curation._matches_all(entry, e.keywords) for entry in seeded), s.id
+                assert not any(curation._matches_any(turn.text, e.keywords) for turn in s.turns), s.id
+                documents |= {target for target in curation.TARGETS for entry in getattr(s.seed["a"], target)
+                              if curation._matches_all(entry, e.keywords)}
+    assert documents == {"user", "memory"}
+
+
+def test_doc_section_key_includes_the_half():
+    figures = score([])
+    meta = {"model": "m", "endpoint": "local", "date": "2026-01-01 00:00 UTC", "runs": 2, "scenario_count": 1,
+            "duration_s": 1.0}
+    doc = curation.render_doc("", {**meta, "half": "tuning", "command": "python manage.py memory_eval --half tuning"},
+                              figures)
+    doc = curation.render_doc(doc, {**meta, "half": "held-out",
+                                    "command": "python manage.py memory_eval --half held-out"}, figures)
+    doc = curation.render_doc(doc, {**meta, "half": "tuning", "date": "2026-01-02 00:00 UTC",
+                                    "command": "python manage.py memory_eval --half tuning"}, figures)
+    assert doc.count("<!-- run: m (local), tuning half -->") == 1
+    assert doc.count("<!-- run: m (local), held-out half -->") == 1
+    tuning = doc.split("<!-- run: m (local), tuning half -->", 1)[1].split("<!-- /run -->", 1)[0]
+    assert "2026-01-02 00:00 UTC" in tuning and "`--half tuning`" in tuning
+    assert doc.count("| m, tuning half | local |") == 2 and doc.count("| m, held-out half | local |") == 1

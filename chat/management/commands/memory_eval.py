@@ -3,6 +3,11 @@
     python manage.py memory_eval                      # the settings in force (demo model without a key)
     python manage.py memory_eval --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2
     python manage.py memory_eval --only correction --json /tmp/eval.json --write docs/curation.md
+    python manage.py memory_eval --half tuning        # one half of the suite (the other: --half held-out)
+
+`--half tuning|held-out` runs one half of the suite (`curation.split_half`:
+stratified by kind, so each kind with two or more scenarios is in both); the
+half is recorded in the report and has its own section in `--write`.
 
 `--base-url`, `--model` and `--api-key` replace OPENAI_BASE_URL, OPENAI_MODEL
 and OPENAI_API_KEY for the run (before the chat agent is built), and memory is
@@ -152,6 +157,8 @@ class Command(BaseCommand):
         parser.add_argument("--scenarios", default="", metavar="PATH", help="another scenario file (default: the suite)")
         parser.add_argument("--per-kind", type=int, default=0, metavar="N",
                             help="run only the first N scenarios of each kind (a quicker sample for slow models)")
+        parser.add_argument("--half", default="", metavar="HALF",
+                            help=f"run one half of the suite, stratified by kind: {' or '.join(curation.HALVES)}")
 
     def handle(self, *args, **options):
         runs = options["runs"]
@@ -161,10 +168,15 @@ class Command(BaseCommand):
         unknown = sorted(set(only) - set(curation.KINDS))
         if unknown:
             raise CommandError(f"Unknown kind(s) {', '.join(unknown)}; known: {', '.join(curation.KINDS)}.")
+        half = options["half"]
+        if half and half not in curation.HALVES:
+            raise CommandError(f"Unknown half {half!r}; use --half {' or --half '.join(curation.HALVES)}.")
         try:
             scenarios = curation.load_scenarios(options["scenarios"] or curation.SCENARIOS_PATH)
         except (OSError, ValueError, KeyError) as exc:
             raise CommandError(f"The scenario file could not be read: {exc}") from exc
+        if half:  # on the whole suite, before any filter, so a scenario's half never depends on the filters
+            scenarios = curation.split_half(scenarios, half)
         if only:
             scenarios = [scenario for scenario in scenarios if scenario.kind in only]
         if options["per_kind"] > 0:
@@ -178,8 +190,8 @@ class Command(BaseCommand):
             endpoint = endpoint_kind(api_key=api_key, base_url=base_url)
             model = "demo" if endpoint == "demo" else settings.OPENAI_MODEL
             self.stdout.write(
-                f"memory_eval: model {model} ({endpoint}), {len(scenarios)} scenarios × {runs} run(s), "
-                f"database {connection.vendor}"
+                f"memory_eval: model {model} ({endpoint}), {len(scenarios)} scenarios × {runs} run(s)"
+                f"{f', {half} half' if half else ''}, database {connection.vendor}"
             )
             runner = curation.Runner()
             started = time.monotonic()
@@ -203,6 +215,7 @@ class Command(BaseCommand):
             "policy": _policy_version(),
             "database": connection.vendor,
             "runs": runs,
+            "half": half or None,
             "scenario_count": len(scenarios),
             "duration_s": round(duration, 2),
             "demo_delay_ms": demo_delay,
@@ -267,6 +280,8 @@ class Command(BaseCommand):
             parts += ["--scenarios", options["scenarios"]]
         if options.get("per_kind"):
             parts += ["--per-kind", str(options["per_kind"])]
+        if options.get("half"):
+            parts += ["--half", options["half"]]
         if options["write"]:
             parts += ["--write", options["write"]]
         return " ".join(parts)
