@@ -97,6 +97,12 @@ class Operation:
 
 # What each operation of a batch did, in order (see `Applied`).
 ADDED, DUPLICATE, REPLACED, UNCHANGED, REMOVED = "added", "duplicate", "replaced", "unchanged", "removed"
+# What a forgiving batch (the model's tool, `forgive=True`) did with a slip that has one safe meaning:
+# an add that also sent match (the match is ignored), a replace on an empty document (its content is
+# added), a remove on an empty document (nothing to remove: a no-op).
+ADDED_MATCH_IGNORED, ADDED_INSTEAD, NOTHING_TO_REMOVE = "added_match_ignored", "added_instead", "nothing_to_remove"
+# Effects that leave memory as it was.
+NO_CHANGE = frozenset({DUPLICATE, UNCHANGED, NOTHING_TO_REMOVE})
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,16 @@ class Applied:
     operations: tuple[Operation, ...]
     effects: tuple[str, ...]
     replaced: tuple[str | None, ...]
+
+    @property
+    def to_stage(self) -> tuple[Operation, ...]:
+        """Return the operations a ledger keeps: all but the no-op removes of a forgiving batch."""
+        return tuple(op for op, effect in zip(self.operations, self.effects) if effect != NOTHING_TO_REMOVE)
+
+    @property
+    def changes(self) -> bool:
+        """True when the batch changes memory."""
+        return any(effect not in NO_CHANGE for effect in self.effects)
 
 
 # Usage levels: a meter turns amber at WARN_PERCENT; at FULL_PERCENT it turns
@@ -237,11 +253,13 @@ def _check_characters(text: str, *, position: int | None, target: str | None, wh
 # --- parsing untrusted input -------------------------------------------------
 
 
-def parse_operations(raw: object, *, blank_is_absent: bool = False) -> list[Operation]:
+def parse_operations(raw: object, *, blank_is_absent: bool = False, forgive: bool = False) -> list[Operation]:
     """Return the operations of a tool call or API body, checked strictly.
 
     `raw` is the decoded `{"operations": [...]}` object. Unknown keys at any
     level are refused, so an argument such as `user_id` can never slip in.
+    `forgive` (the model's tool only) lets an add carry a match, which
+    `apply_batch(forgive=True)` then ignores.
     """
     if not isinstance(raw, Mapping):
         raise MemoryValidationError(
@@ -258,10 +276,10 @@ def parse_operations(raw: object, *, blank_is_absent: bool = False) -> list[Oper
     if not isinstance(items, list):
         raise MemoryValidationError("'operations' must be a list of operations.", code="invalid_arguments")
     check_batch_size(len(items))
-    return [_parse_operation(item, position, blank_is_absent) for position, item in enumerate(items, start=1)]
+    return [_parse_operation(item, position, blank_is_absent, forgive) for position, item in enumerate(items, start=1)]
 
 
-def _parse_operation(item: object, position: int, blank_is_absent: bool = False) -> Operation:
+def _parse_operation(item: object, position: int, blank_is_absent: bool = False, forgive: bool = False) -> Operation:
     if not isinstance(item, Mapping):
         raise MemoryValidationError(
             "each operation must be an object with target and action.",
@@ -279,7 +297,7 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False)
         match=_absent_if_blank(item.get("match")) if blank_is_absent else item.get("match"),
         content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),
     )
-    check_operation(operation, position)
+    check_operation(operation, position, forgive=forgive)
     return operation
 
 
@@ -307,8 +325,11 @@ def check_batch_size(count: int) -> None:
         )
 
 
-def check_operation(operation: Operation, position: int) -> None:
-    """Raise unless the operation's target, action and fields fit together."""
+def check_operation(operation: Operation, position: int, *, forgive: bool = False) -> None:
+    """Raise unless the operation's target, action and fields fit together.
+
+    With `forgive`, an add may carry a match (it is ignored when applied).
+    """
     if operation.target not in TARGETS:
         raise MemoryValidationError(
             "target must be 'user' (the profile) or 'memory' (notes).",
@@ -327,7 +348,7 @@ def check_operation(operation: Operation, position: int) -> None:
                 target=operation.target,
             )
     if operation.action == "add":
-        if operation.match is not None:
+        if operation.match is not None and not forgive:
             raise MemoryValidationError(
                 "add takes content only: send it again without match (to change an existing entry, use "
                 "replace with match).",
@@ -378,6 +399,8 @@ def apply_batch(
     snapshot: Snapshot,
     operations: Sequence[Operation],
     limits: Mapping[str, int] = LIMITS,
+    *,
+    forgive: bool = False,
 ) -> Applied:
     """Apply the ordered batch like `apply_operations`; return what it did.
 
@@ -385,6 +408,13 @@ def apply_batch(
     set) to exactly that entry, or a `conflict` if it is gone; otherwise a
     match equal to a whole entry selects that entry, else the match must be
     a substring of exactly one entry.
+
+    `forgive` (the model's tool only, never a replay or a person's edit)
+    accepts the slips that have one safe meaning: an add's match is ignored;
+    a replace on a document that is empty at that point of the batch adds
+    its content; a remove there is a no-op. The returned operations say what
+    to stage instead (`Applied.to_stage`). When the match is found in the
+    other document, the slip is ambiguous and still refused (`no_match`).
     """
     check_batch_size(len(operations))
     entries = {"user": list(snapshot.user), "memory": list(snapshot.memory)}
@@ -393,23 +423,34 @@ def apply_batch(
     replaced: list[str | None] = []
 
     for position, operation in enumerate(operations, start=1):
-        check_operation(operation, position)
+        check_operation(operation, position, forgive=forgive)
         target = operation.target
         target_entries = entries[target]
 
         if operation.action == "add":
             content = normalize_entry(operation.content, position=position, target=target)
+            ignored = operation.match is not None
             if content in target_entries:
                 effects.append(DUPLICATE)
             else:
                 target_entries.append(content)
-                effects.append(ADDED)
-            pinned.append(operation)
+                effects.append(ADDED_MATCH_IGNORED if ignored else ADDED)
+            pinned.append(replace(operation, match=None) if ignored else operation)
             replaced.append(None)
             continue
 
         match = normalize_match(operation.match, position=position, target=target)
         other = entries["memory" if target == "user" else "user"]
+        if forgive and operation.entry is None and not target_entries and not any(match in e for e in other):
+            if operation.action == "remove":
+                effects.append(NOTHING_TO_REMOVE)
+                pinned.append(operation)
+            else:
+                target_entries.append(normalize_entry(operation.content, position=position, target=target))
+                effects.append(ADDED_INSTEAD)
+                pinned.append(Operation(target=target, action="add", content=operation.content))
+            replaced.append(None)
+            continue
         index = _find_one(target_entries, match, operation.entry, other, position=position, target=target)
         old = target_entries[index]
         pinned.append(replace(operation, entry=old))

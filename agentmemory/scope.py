@@ -54,6 +54,7 @@ def stage_batch(
     limits: Mapping[str, int] = LIMITS,
     *,
     accept: Callable[[Applied], bool] = lambda applied: True,
+    forgive: bool = False,
 ) -> Applied:
     """Stage like `stage_operations`; return what each operation did.
 
@@ -61,6 +62,7 @@ def stage_batch(
     turn never fails at commit for its size. `accept` sees the result
     first: it may raise MemoryValidationError to refuse the batch, or return
     False to leave the ledger as it was (a batch that changes nothing).
+    `forgive` is `apply_batch`'s (the model's tool).
     """
     if len(operations) > ledger.operations_left:
         raise MemoryValidationError(
@@ -68,10 +70,10 @@ def stage_batch(
             "remain: send fewer operations, or consolidate related facts.",
             code="turn_budget",
         )
-    applied = apply_batch(ledger.snapshot, operations, limits)
+    applied = apply_batch(ledger.snapshot, operations, limits, forgive=forgive)
     if accept(applied):
         ledger.snapshot = applied.snapshot
-        ledger.operations.extend(applied.operations)
+        ledger.operations.extend(applied.to_stage)
     return applied
 
 

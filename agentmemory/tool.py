@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from .conf import memory_settings
 from .rules import (
     ADDED,
+    ADDED_INSTEAD,
+    ADDED_MATCH_IGNORED,
     DUPLICATE,
+    NOTHING_TO_REMOVE,
     REPLACED,
     TARGETS,
     UNCHANGED,
@@ -90,8 +93,9 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     before = ledger.snapshot
     try:
         raw = json.loads(arguments) if isinstance(arguments, str) else arguments
-        operations = parse_operations(raw, blank_is_absent=True)
-        applied = stage_batch(ledger, operations, request.limits, accept=_accept)
+        _refuse_search_arguments(raw)
+        operations = parse_operations(raw, blank_is_absent=True, forgive=True)
+        applied = stage_batch(ledger, operations, request.limits, accept=_accept, forgive=True)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         if getattr(exc, "code", "") == "over_capacity":
@@ -107,9 +111,10 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         "usage": {target: str(usage(snapshot, target, request.limits)) for target in TARGETS},
         "entry_counts": {target: len(snapshot.entries(target)) for target in TARGETS},
         "operations_left": ledger.operations_left,
-        "results": [_result(effect, old) for effect, old in zip(applied.effects, applied.replaced)],
+        "results": [_result(effect, old, op.target)
+                    for op, effect, old in zip(applied.operations, applied.effects, applied.replaced)],
     }
-    if all(effect in (DUPLICATE, UNCHANGED) for effect in applied.effects):
+    if not applied.changes:
         reply["status"] = "unchanged"
         reply["message"] = (
             "Nothing changed: memory already holds this. Do not call memory_update again for it; "
@@ -148,16 +153,33 @@ def _accept(applied: Applied) -> bool:
                 "entry as a full sentence.",
                 code="incomplete_entry", position=position, target=operation.target,
             )
-    return any(effect not in (DUPLICATE, UNCHANGED) for effect in applied.effects)
+    return applied.changes
 
 
-def _result(effect: str, old: str | None) -> str:
+def _refuse_search_arguments(raw: object) -> None:
+    """Name the right tool when the model sent conversation_search's arguments here."""
+    if isinstance(raw, Mapping) and "operations" not in raw and {"query", "limit"} & set(raw):
+        raise MemoryValidationError(
+            "These are conversation_search's arguments (query, limit). memory_update only changes memory and "
+            'takes {"operations": [{"target": ..., "action": ..., ...}]}. To look something up in past '
+            'conversations, call conversation_search with {"query": "a few keywords"} instead.',
+            code="wrong_tool",
+        )
+
+
+def _result(effect: str, old: str | None, target: str) -> str:
     if effect == DUPLICATE:
         return "already stored; nothing changed"
     if effect == UNCHANGED:
         return "the entry already reads exactly like this; nothing changed"
     if effect == ADDED:
         return "added"
+    if effect == ADDED_MATCH_IGNORED:
+        return "match is not used by add; added as a new entry"
+    if effect == ADDED_INSTEAD:
+        return f"'{target}' was empty, so there was nothing to replace; added as a new entry"
+    if effect == NOTHING_TO_REMOVE:
+        return f"nothing to remove: '{target}' is empty; nothing changed"
     return f"{effect}: {preview(model_view(old))}"
 
 

@@ -110,6 +110,7 @@ REASONS = {
     "model_error": "The assistant could not answer, so its memory change was not saved.",
     "model_unreachable": "The assistant could not be reached, so its memory change was not saved.",
     "model_empty": "The assistant gave no answer, so its memory change was not saved.",
+    "turn_timeout": "The answer took too long and was stopped, so its memory change was not saved.",
     "turn_error": "Something went wrong on our side, so the memory change was not saved.",
     "internal_error": "Something went wrong on our side, so the memory change was not saved.",
     # a commit that did not go through
@@ -171,6 +172,30 @@ def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, i
         return (f"This was not saved: it looks like {threat_label(code.removeprefix('threat_'))}, "
                 "which memory does not keep. Write the fact without it.")
     return RULE_MESSAGES.get(code, RULE_FALLBACK)
+
+
+# What the assistant tells the person when the tool refused its change (the
+# tool's reply itself is written for the model and never shown).
+_REFUSALS = {
+    "no_match": "I could not find that in {where}, so nothing changed.",
+    "ambiguous_match": "More than one entry in {where} matches that, so I changed nothing. "
+                       "Tell me which one you mean.",
+    "over_capacity": "That does not fit: {where} is full, so nothing was saved. "
+                     "You can review what I keep on your memory page.",
+    "replace_duplicate": "Another entry in {where} already says that, so nothing changed.",
+    "stop_retrying": "I could not change my memory this time, so nothing was saved.",
+    "unavailable": "My memory is not available right now, so nothing was saved.",
+}
+REFUSAL_FALLBACK = "I could not change my memory, so nothing was saved."
+
+
+def refusal_sentence(code: str, *, target: str | None = None) -> str:
+    """Return what an assistant tells the person when its memory change was refused (`code`)."""
+    if code.startswith("threat_"):
+        return (f"I did not save that: it looks like {threat_label(code.removeprefix('threat_'))}, "
+                "which memory does not keep.")
+    where = "your profile" if target == "user" else "my notes"
+    return _REFUSALS.get(code, REFUSAL_FALLBACK).format(where=where)
 
 
 # "Ask before saving": a proposed change as the person reviews it, and why saving it failed.

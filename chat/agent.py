@@ -20,6 +20,7 @@ import openai
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
+from .repetition import RepetitionGuard
 from .search import (
     CONVERSATION_SEARCH_TOOL,
     MAX_SEARCHES_PER_ATTEMPT,
@@ -215,6 +216,8 @@ class RequestAgent:
         fragments: dict[int, dict] = {}
         finish_reason = None
         text = TextCallFilter()
+        loop = RepetitionGuard()
+        looping = False
         try:
             # Chunks arrive as the decoded JSON objects (chat.llm.LLM.stream_chat):
             # read defensively, an OpenAI-compatible server may leave fields out.
@@ -232,6 +235,10 @@ class RequestAgent:
                     content = delta.get("content")
                     if content and isinstance(content, str) and (visible := text.feed(content)):
                         await emit({"type": "delta", "text": visible})
+                        if loop.feed(visible):
+                            # Leaving the block closes the stream: the server stops generating.
+                            looping = True
+                            break
                     pieces = delta.get("tool_calls")
                     if isinstance(pieces, list):
                         for position, fragment in enumerate(pieces):
@@ -240,6 +247,8 @@ class RequestAgent:
             raise ModelError("model_error", "The assistant could not answer just now. Try again.") from exc
         except (openai.APIError, httpx2.HTTPError) as exc:
             raise ModelError("model_unreachable", "The assistant could not be reached. Try again in a moment.") from exc
+        if looping:
+            raise _incomplete("repetition")
         tail, cleaned, written = text.finish()
         if tail:
             await emit({"type": "delta", "text": tail})
@@ -326,13 +335,19 @@ def _search_summary(status: str, count: int) -> str:
     return "Could not search your past conversations this time."
 
 
+# What the person reads when an answer did not finish, by why (the reason itself is for logs).
+INCOMPLETE_MESSAGES = {
+    "length": "The answer reached its length limit and was cut off, so nothing was saved to memory. "
+              "Ask for a shorter answer, or ask it to continue.",
+    "repetition": "The answer began repeating itself and was stopped, so nothing was saved to memory. "
+                  "Send your message again.",
+}
+INCOMPLETE_MESSAGE = "The assistant stopped before finishing its answer, so nothing was saved. Send your message again."
+
+
 def _incomplete(finish_reason: str | None) -> ModelError:
-    # The finish reason is for logs, not for the person.
     logger.info("model answer incomplete: finish_reason=%s", finish_reason or "none")
-    return ModelError(
-        "model_incomplete",
-        "The assistant stopped before finishing its answer, so nothing was saved. Send your message again.",
-    )
+    return ModelError("model_incomplete", INCOMPLETE_MESSAGES.get(finish_reason or "", INCOMPLETE_MESSAGE))
 
 
 def _canonical(arguments: str) -> str:

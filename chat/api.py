@@ -40,7 +40,7 @@ from .serializers import (
 )
 from .turns import ConversationNotFound, TemporaryChat, TurnFailed, TurnResult, run_eval_turn, run_turn
 
-FAILURE_STATUS = {"internal_error": 500, "cancelled": 409, "session_ended": 403}
+FAILURE_STATUS = {"internal_error": 500, "cancelled": 409, "session_ended": 403, "turn_timeout": 504}
 BUSY_RETRY_SECONDS = 2
 
 # DRF answers 403 on every route here when the credentials are missing or wrong.

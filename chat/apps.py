@@ -6,4 +6,4 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import signals  # noqa: F401  (sockets end with the session)
+        from . import checks, signals  # noqa: F401  (model bounds checked; sockets end with the session)

@@ -16,7 +16,8 @@ What it understands (the last user message; case-insensitive prefixes):
     anything else                a short reply showing what the memory block holds
 
 After a tool result it streams a confirmation that reflects that result
-(success with usage, or the tool's error; for a search, the best result
+(success with usage, or a plain sentence for the tool's refusal, never the
+tool's model-facing error; for a search, the best result
 quoted as history, or that nothing was found). Two markers exist for showing and
 testing failures: `[[fail]]` answers HTTP 500 on the round after it emitted
 its tool call (so a mutation is staged when the model fails), or at once
@@ -40,6 +41,7 @@ import httpx2
 
 from agentmemory.prompt import BLOCK_CLOSE, BLOCK_OPEN
 from agentmemory.rules import SEPARATOR, TITLES
+from agentmemory.words import refusal_sentence
 
 FAIL_MARKER = "[[fail]]"
 FAIL_FIRST_MARKER = "[[fail-first]]"
@@ -60,6 +62,7 @@ class DemoCall:
     tools_offered: bool
     memory_block: bool
     status: int
+    max_tokens: int | None = None  # the output cap the request carried
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class DemoModel:
         tool_names = {tool.get("function", {}).get("name") for tool in body.get("tools") or []}
         seen = parse_memory_block(_system_text(messages))
         user_text = _last_user_text(messages)
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
         tool_results = _tool_results_after_last_user(messages)
         failing = FAIL_MARKER in user_text
         command = parse_command(_strip_markers(user_text), seen)
@@ -121,15 +126,15 @@ class DemoModel:
         self.calls.append(
             DemoCall(
                 model=model, round=len(tool_results), tools_offered=bool(tool_names),
-                memory_block=seen is not None, status=status,
+                memory_block=seen is not None, status=status, max_tokens=cap,
             )
         )
         if status != 200:
             return _error(status, "The demo model failed on purpose ([[fail]] marker).")
         if tool_results:
             if _last_call_name(messages) == SEARCH_TOOL_NAME:
-                return self._stream_text(model, search_answer(tool_results[-1]))
-            return self._stream_text(model, confirmation(tool_results[-1], _last_command(messages)))
+                return self._stream_text(model, search_answer(tool_results[-1]), cap)
+            return self._stream_text(model, confirmation(tool_results[-1], _last_command(messages)), cap)
         if can_call_tool and search is not None:
             return self._stream_call(model, SEARCH_TOOL_NAME, json.dumps({"query": search}),
                                      call_id=f"call_demo_{len(self.calls)}")
@@ -137,19 +142,24 @@ class DemoModel:
             return self._stream_tool_call(model, command, call_id=f"call_demo_{len(self.calls)}")
         if search is not None:
             return self._stream_text(
-                model, "Search is off in this chat, so I can't look through your past conversations."
+                model, "Search is off in this chat, so I can't look through your past conversations.", cap
             )
         if command is not None:
             return self._stream_text(
-                model, "Memory is off in this chat, so I can't save or change anything. I only see this conversation."
+                model, "Memory is off in this chat, so I can't save or change anything. I only see this conversation.",
+                cap,
             )
-        return self._stream_text(model, describe_memory(seen))
+        return self._stream_text(model, describe_memory(seen), cap)
 
     # --- streaming ------------------------------------------------------------
 
-    def _stream_text(self, model: str, text: str) -> httpx2.Response:
+    def _stream_text(self, model: str, text: str, cap: int | None = None) -> httpx2.Response:
+        # A word stands for a token: past the request's cap the answer is cut, as a model's is.
+        words = _WORD.findall(text) or [""]
+        finish = "length" if cap is not None and len(words) > cap else "stop"
+        words = words[:cap] if cap is not None else words
+
         async def events() -> AsyncIterator[bytes]:
-            words = _WORD.findall(text) or [""]
             for index, word in enumerate(words):
                 if index:
                     await self._pause()
@@ -157,7 +167,7 @@ class DemoModel:
                 if index == 0:
                     delta["role"] = "assistant"
                 yield _sse(_chunk(model, delta))
-            yield _sse(_chunk(model, {}, finish_reason="stop"))
+            yield _sse(_chunk(model, {}, finish_reason=finish))
             yield b"data: [DONE]\n\n"
 
         return _stream_response(events())
@@ -306,9 +316,12 @@ def _strip_markers(text: str) -> str:
 def confirmation(result: dict, operation: dict | None) -> str:
     """Return the reply after a tool result: what happened, in plain words."""
     if not result.get("success"):
-        error = result.get("error") or "the tool refused the change"
-        return f"I could not change my memory: {error}"
+        # The tool's error is written for the model; the person reads a plain sentence.
+        return refusal_sentence(str(result.get("code") or result.get("status") or ""),
+                                target=(operation or {}).get("target"))
     if result.get("status") == "unchanged":
+        if (operation or {}).get("action") == "remove":
+            return "There was nothing like that in my memory, so nothing changed."
         return "I already had that in my memory, so nothing changed."
     target = (operation or {}).get("target", "memory")
     action = (operation or {}).get("action", "add")

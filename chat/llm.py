@@ -19,6 +19,7 @@ those were over half of a plain turn's server CPU (docs/benchmarks.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import httpx2
 from django.conf import settings
@@ -59,10 +60,20 @@ class ModelSettings:
     fallback_model: str
     timeout: float
     max_retries: int
+    max_tokens: int = 1024
+    max_tokens_field: str = "auto"
 
     @property
     def is_demo(self) -> bool:
         return not self.api_key
+
+    @property
+    def cap_field(self) -> str:
+        """Return the request field that carries the output cap for this endpoint."""
+        if self.max_tokens_field != "auto":
+            return self.max_tokens_field
+        host = urlsplit(self.base_url).hostname if self.base_url else "api.openai.com"
+        return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
 
 
 def model_settings() -> ModelSettings:
@@ -74,6 +85,8 @@ def model_settings() -> ModelSettings:
         fallback_model=settings.OPENAI_FALLBACK_MODEL,
         timeout=settings.OPENAI_TIMEOUT,
         max_retries=settings.OPENAI_MAX_RETRIES,
+        max_tokens=settings.OPENAI_MAX_TOKENS,
+        max_tokens_field=settings.OPENAI_MAX_TOKENS_FIELD,
     )
 
 
@@ -83,6 +96,9 @@ class LLM:
     model: str
     fallback_model: str = ""
     demo: DemoModel | None = field(default=None, repr=False)
+    # Every request carries the output cap, in the field this endpoint reads.
+    max_tokens: int = 1024
+    cap_field: str = "max_tokens"
 
     @property
     def is_demo(self) -> bool:
@@ -96,13 +112,16 @@ class LLM:
     async def stream_chat(self, body: dict) -> ChunkStream:
         """Start a streamed Chat Completions request; iterate the result for chunks as dicts.
 
-        `body` is sent as it is (it must carry "stream": true). The result is
-        the SDK's own stream class, so `[DONE]`, an `error` event and a broken
+        `body` is sent as it is (it must carry "stream": true), with the
+        output cap added: no request leaves without one. The result is the
+        SDK's own stream class, so `[DONE]`, an `error` event and a broken
         connection behave as with `chat.completions.create`; use it as an
-        async context manager to release the connection early.
+        async context manager to release the connection early (closing it
+        is what tells a model server to stop generating).
         """
         return await self.client.post(
-            CHAT_COMPLETIONS_PATH, body=body, cast_to=object, options=_CHAT_OPTIONS,
+            CHAT_COMPLETIONS_PATH, body={**body, self.cap_field: self.max_tokens}, cast_to=object,
+            options=_CHAT_OPTIONS,
             stream=True, stream_cls=ChunkStream,
         )
 
@@ -120,7 +139,8 @@ def build_llm(config: ModelSettings | None = None) -> LLM:
             timeout=config.timeout,
             max_retries=config.max_retries,
         )
-        return LLM(client=client, model=config.model, fallback_model=config.fallback_model)
+        return LLM(client=client, model=config.model, fallback_model=config.fallback_model,
+                   max_tokens=config.max_tokens, cap_field=config.cap_field)
 
     demo = DemoModel(primary_model=DEMO_MODEL_NAME, delay_ms=lambda: settings.DEMO_MODEL_DELAY_MS)
     client = AsyncOpenAI(
@@ -131,7 +151,8 @@ def build_llm(config: ModelSettings | None = None) -> LLM:
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(demo.handle)),
     )
-    return LLM(client=client, model=DEMO_MODEL_NAME, fallback_model=config.fallback_model, demo=demo)
+    return LLM(client=client, model=DEMO_MODEL_NAME, fallback_model=config.fallback_model, demo=demo,
+               max_tokens=config.max_tokens, cap_field="max_tokens")
 
 
 def demo_model_in_use() -> bool:

@@ -140,6 +140,12 @@ def parse_arguments(raw: str | Mapping) -> SearchRequest:
                                    '{"query": "locker code"}.') from None
     if not isinstance(value, Mapping):
         raise SearchArgumentsError('The arguments must be an object such as {"query": "locker code"}.')
+    if "operations" in value and "query" not in value:
+        raise SearchArgumentsError(
+            "These are memory_update's arguments: conversation_search only reads past conversations and "
+            'takes {"query": "a few keywords", "limit": 5}. To change memory, call memory_update with '
+            '{"operations": [...]} instead.'
+        )
     unknown = sorted(str(key) for key in value if key not in PARAMETERS["properties"])
     if unknown:
         raise SearchArgumentsError(

@@ -45,6 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from agentmemory.rules import document_length, summarize
@@ -79,6 +80,8 @@ NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
 __all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "TemporaryChat", "run_turn", "run_eval_turn"]
 
 REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
+TURN_TIMEOUT = "turn_timeout"
+TURN_TIMEOUT_MESSAGE = "The answer took too long and was stopped; nothing was saved to memory."
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -219,15 +222,20 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
     turn_id = uuid.uuid4().hex
     send = _quiet(emit)
     history = [{"role": "user", "content": content}]
+    deadline = turn_deadline()
     with memory_span("eval.turn") as span:  # memory-free: outcome and duration, no memory attribute
         try:
-            attempt = await _attempts(
+            attempt = await _bounded(deadline, _attempts(
                 request_agent, models=agent.models, history=history, emit=_tagged(send, turn_id),
                 memory=MemoryTurn(user_id=None, enabled=False),
-            )
+            ))
         except _AttemptsFailed as exc:
             span.set_metadata(outcome="failed")
             raise TurnFailed(exc.code, exc.message, memory=MemoryOutcome(DISABLED), turn_id=turn_id) from exc
+        except _DeadlinePassed:
+            span.set_metadata(outcome="failed")
+            raise TurnFailed(TURN_TIMEOUT, TURN_TIMEOUT_MESSAGE, memory=MemoryOutcome(DISABLED),
+                             turn_id=turn_id) from None
         span.set_metadata(outcome="completed")
     return TurnResult(
         turn_id=turn_id, conversation_id=None, reply=storable(attempt.text), model=attempt.model,
@@ -296,6 +304,7 @@ class _Turn:
         )
 
     async def _run(self, conversation_id: int | None) -> TurnResult:
+        deadline = turn_deadline()
         if self.temporary is not None:  # no memory to read and nothing to log: no database at all
             self.prepared = _Prepared(
                 conversation_id=None, user_message_id=None, logged=False,
@@ -321,10 +330,14 @@ class _Turn:
                       if self.memory.enabled and self.temporary is None and self.prepared.logged else None)
             request_agent = agent.for_request(memory_prompt=self.memory.prompt(), search=search)
             try:
-                attempt = await _attempts(
+                attempt = await _bounded(deadline, _attempts(
                     request_agent, models=agent.models, history=self.prepared.history, emit=send,
                     memory=self.memory,
-                )
+                ))
+            except _DeadlinePassed:
+                # The stream was closed when the deadline cancelled it; the slot frees as this returns.
+                raise TurnFailed(TURN_TIMEOUT, TURN_TIMEOUT_MESSAGE,
+                                 memory=await self.memory.discard(reason=TURN_TIMEOUT)) from None
             except _AttemptsFailed as exc:
                 self.tool_events = list(exc.tool_events)
                 if exc.staged and exc.code != "model_incomplete":
@@ -435,6 +448,35 @@ class _Turn:
 def storable(text: str) -> str:
     """Return `text` as any database (and UTF-8 JSON) can hold it: no NUL, no lone surrogate."""
     return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
+
+
+# --- the turn's deadline -------------------------------------------------------------
+
+
+class _DeadlinePassed(Exception):
+    """The turn's model work ran past CHAT_TURN_TIMEOUT_SECONDS and was cancelled."""
+
+
+def turn_deadline() -> float:
+    """Return the event-loop time by which this turn's model work must end."""
+    return asyncio.get_running_loop().time() + settings.CHAT_TURN_TIMEOUT_SECONDS
+
+
+async def _bounded(deadline: float, work: Awaitable[AttemptResult]) -> AttemptResult:
+    """Await `work` until `deadline`; past it, cancel it and raise _DeadlinePassed.
+
+    Cancelling the work leaves the model stream's `async with`, which closes
+    the HTTP response, so the model server stops generating. A TimeoutError
+    the work raised by itself is not the deadline and passes through.
+    """
+    bound = asyncio.timeout_at(deadline)
+    try:
+        async with bound:
+            return await work
+    except TimeoutError:
+        if bound.expired():
+            raise _DeadlinePassed() from None
+        raise
 
 
 # --- attempts and the fallback rule -------------------------------------------------

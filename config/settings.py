@@ -321,8 +321,20 @@ OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
 OPENAI_FALLBACK_MODEL = env.str("OPENAI_FALLBACK_MODEL", default="")
 OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
 OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=2)
+# The most tokens one model request may write: every request carries the cap,
+# so a model that never stops is cut off ("finish_reason": "length").
+OPENAI_MAX_TOKENS = env.int("OPENAI_MAX_TOKENS", default=1024)
+# Which request field carries it: "max_tokens" (Ollama, vLLM, llama.cpp, Azure's
+# older deployments), "max_completion_tokens" (OpenAI's API, which refuses
+# max_tokens for its reasoning models), or "auto": the latter for OpenAI's own
+# endpoint (OPENAI_BASE_URL empty or api.openai.com), the former elsewhere.
+OPENAI_MAX_TOKENS_FIELD = env.str("OPENAI_MAX_TOKENS_FIELD", default="auto")
 DEMO_MODEL_DELAY_MS = env.int("DEMO_MODEL_DELAY_MS", default=30)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=8000)
+# One deadline for a whole turn's model work: every round, the client's retries
+# and a fallback model. Past it the model's stream is closed, nothing is saved,
+# and the person's turn slot is free at once.
+CHAT_TURN_TIMEOUT_SECONDS = env.float("CHAT_TURN_TIMEOUT_SECONDS", default=120.0)
 EVAL_SERVICE_TOKEN = env.str("EVAL_SERVICE_TOKEN", default="")
 # One person's turns running at once, over every socket, REST call and worker.
 CHAT_MAX_CONCURRENT_TURNS = env.int("CHAT_MAX_CONCURRENT_TURNS", default=2)

@@ -28,7 +28,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 FACT = "The team deploys on Fridays only"
 CALL = {"operations": [{"target": "memory", "action": "add", "content": FACT}]}
-MISSING = {"operations": [{"target": "memory", "action": "remove", "match": "never stored"}]}
+# Refused as no_match: after the add, 'memory' is not empty, and no entry holds the match.
+MISSING = {"operations": [{"target": "memory", "action": "add", "content": FACT},
+                          {"target": "memory", "action": "remove", "match": "never stored"}]}
 
 
 def offered_tools(server) -> list[bool]:

@@ -73,10 +73,22 @@ async def test_correct_and_forget_change_the_entry_they_name(user):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_confirmation_reflects_a_rejected_tool_call(user):
+async def test_confirmation_reflects_a_rejected_tool_call_in_plain_words(user):
+    await aseed(user, memory_entries=["Uses tea breaks"])
+    result = await run_turn(user=user, content="forget: coffee")
+
+    assert [event.code for event in result.tool_events] == ["no_match"]
+    # The person reads a sentence, never the tool's model-facing error.
+    assert result.reply == "I could not find that in my notes, so nothing changed."
+    assert result.memory.status == "nothing_to_commit"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_forgetting_from_an_empty_memory_is_nothing_to_remove(user):
     result = await run_turn(user=user, content="forget: something never stored")
-    assert result.reply.startswith("I could not change my memory: ")
-    assert "is empty" in result.reply and "use add" in result.reply
+
+    assert [event.status for event in result.tool_events] == ["unchanged"]
+    assert result.reply == "There was nothing like that in my memory, so nothing changed."
     assert result.memory.status == "nothing_to_commit"
 
 

@@ -636,3 +636,48 @@ def test_the_api_parser_keeps_blank_fields_as_sent():
     with pytest.raises(MemoryValidationError) as caught:
         parse_operations({"operations": [{"target": "memory", "action": "add", "match": "", "content": "Uses Go"}]})
     assert caught.value.code == "add_with_match"
+
+
+# --- the model's tool forgives slips with one safe meaning (forgive=True); nothing else does -----
+
+
+def test_without_forgive_the_slips_are_refused_as_before():
+    for batch, code in (
+        ([Operation("memory", "replace", match="Go", content="Uses Go")], "no_match"),
+        ([Operation("memory", "remove", match="Go")], "no_match"),
+        ([Operation("memory", "add", match="Go", content="Uses Go")], "add_with_match"),
+    ):
+        with pytest.raises(MemoryValidationError) as caught:
+            apply_batch(Snapshot(), batch)
+        assert caught.value.code == code
+
+
+def test_forgiven_slips_stage_what_they_mean_and_the_replay_agrees():
+    batch = [
+        Operation("user", "remove", match="tabs"),  # empty 'user': nothing to remove
+        Operation("user", "replace", match="editor", content="Uses Vim"),  # empty 'user': added instead
+        Operation("memory", "add", match="Go", content="Deploys on Fridays"),  # match ignored
+        Operation("user", "remove", match="Vim"),  # no longer empty: a real remove
+    ]
+    applied = apply_batch(Snapshot(memory=("Uses Go",)), batch, forgive=True)
+
+    assert applied.effects == ("nothing_to_remove", "added_instead", "added_match_ignored", "removed")
+    assert applied.snapshot == Snapshot(user=(), memory=("Uses Go", "Deploys on Fridays"))
+    staged = applied.to_stage
+    assert [(op.action, op.match) for op in staged] == [("add", None), ("add", None), ("remove", "Vim")]
+    # The commit replays what was staged, strictly, on the same snapshot: the same result.
+    assert apply_batch(Snapshot(memory=("Uses Go",)), staged).snapshot == applied.snapshot
+
+
+def test_a_forgiven_batch_that_changes_nothing_says_so():
+    applied = apply_batch(Snapshot(), [Operation("memory", "remove", match="x")], forgive=True)
+    assert not applied.changes and applied.to_stage == ()
+
+
+def test_forgiving_never_skips_the_entry_rules():
+    with pytest.raises(MemoryValidationError) as caught:
+        apply_batch(Snapshot(), [Operation("memory", "replace", match="x", content="a\x07b")], forgive=True)
+    assert caught.value.code == "control_character"
+    with pytest.raises(MemoryValidationError) as caught:
+        apply_batch(Snapshot(), [Operation("memory", "replace", match="x", content="x" * 3000)], forgive=True)
+    assert caught.value.code == "over_capacity"
