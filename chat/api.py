@@ -155,6 +155,9 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             429: OpenApiResponse(description="Too many turns; wait and retry."),
             500: TurnFailureSerializer,
             502: TurnFailureSerializer,
+            504: OpenApiResponse(TurnFailureSerializer, description=(
+                "The turn ran past CHAT_TURN_TIMEOUT_SECONDS (code turn_timeout): the model was stopped and "
+                "nothing was saved.")),
         },
         examples=TURN_EXAMPLES,
         tags=["chat"],
@@ -231,7 +234,10 @@ class EvalTurnView(TurnLimitsMixin, AsyncAPIView):
         responses={200: EvalTurnResponseSerializer,
                    400: OpenApiResponse(description="Invalid body (empty or too long message)."),
                    403: OpenApiResponse(description="Wrong or missing token."),
-                   404: OpenApiResponse(description="The route is off (no EVAL_SERVICE_TOKEN).")},
+                   404: OpenApiResponse(description="The route is off (no EVAL_SERVICE_TOKEN)."),
+                   502: OpenApiResponse(description="The model failed or did not finish its answer."),
+                   504: OpenApiResponse(description="The turn ran past CHAT_TURN_TIMEOUT_SECONDS; the model "
+                                                    "was stopped.")},
         examples=[
             OpenApiExample("Evaluation prompt", value={"content": "Summarise the plot of Hamlet in one line."}, request_only=True),
             OpenApiExample("Evaluation answer", value={"turn_id": "5e6f7a8b9c0d41e2f3a4b5c6d7e8f9a0",

@@ -11,7 +11,9 @@ does. Each request takes the next response from a FIFO script:
 
 Builders: `text`, `tool_call`, `tool_calls`, `error`, `cut` (text, then the
 connection closes without the terminating chunk: a real protocol error in
-the client) and `dynamic` (a response chosen from the request body). An
+the client), `endless` (a stream that never ends until the client hangs up;
+`server.hangups` records when) and `dynamic` (a response chosen from the
+request body). An
 empty script answers HTTP 500 "script exhausted". Every decoded request body
 lands in `server.requests`; nothing here prints a body or message content.
 
@@ -51,6 +53,7 @@ class Response:
     delay: float = 0.0  # seconds between chunks
     message: str = field(default="", repr=False)  # the error message when status != 200
     fn: Callable[[dict], Response] | None = field(default=None, repr=False)
+    endless_for: float = 0.0  # > 0: stream distinct words until the client hangs up, at most this long
 
 
 # --- builders ---------------------------------------------------------------------
@@ -117,6 +120,15 @@ def cut(content: str = "partial answer", *, delay: float = 0.0) -> Response:
     return Response(chunks=tuple(_text_chunks(content)), done=False, abort=True, delay=delay)
 
 
+def endless(*, delay: float = 0.02, at_most: float = 15.0) -> Response:
+    """Stream distinct words ("w1 w2 ...") with no end, as a model that never stops.
+
+    It stops when the client hangs up (the time lands in `server.hangups`),
+    or after `at_most` seconds, so a test of a deadline that fails still ends.
+    """
+    return Response(delay=delay, endless_for=at_most)
+
+
 def dynamic(fn: Callable[[dict], Response]) -> Response:
     """Answer with `fn(body)`, a response chosen from the decoded request body."""
     return Response(fn=fn)
@@ -153,6 +165,8 @@ class ScriptedModel:
         self.base_url = ""
         self.requests: list[dict] = []
         self.errors: list[str] = []  # failures of the script itself (a raising `dynamic`), content-free
+        # time.monotonic() of each client that hung up while a response still streamed.
+        self.hangups: list[float] = []
         self._script: deque[Response] = deque()
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -293,6 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._stream(response, body, request_number=len(model.requests))
         except OSError:  # the client hung up
+            model.hangups.append(time.monotonic())
             self.close_connection = True
 
     def _stream(self, response: Response, body: dict, *, request_number: int) -> None:
@@ -302,6 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         model = str(body.get("model") or "scripted")
+        if response.endless_for:
+            self._stream_endless(model, response)
+            return
         for number, (delta, finish_reason) in enumerate(response.chunks):
             if number and response.delay:
                 time.sleep(response.delay)
@@ -313,6 +331,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if response.done:
             self._write_chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _stream_endless(self, model: str, response: Response) -> None:
+        ends = time.monotonic() + response.endless_for
+        number = 0
+        while time.monotonic() < ends:
+            number += 1
+            delta = {"content": f"w{number} "} if number > 1 else {"role": "assistant", "content": "w1 "}
+            self._write_chunk(_sse(_chunk(model, delta, None)))
+            time.sleep(response.delay)
+        self._write_chunk(_sse(_chunk(model, {}, "stop")))
+        self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

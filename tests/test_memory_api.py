@@ -256,3 +256,16 @@ def test_schema_documents_the_memory_routes_with_examples(client):
     assert apply["responses"]["400"]["content"]["application/json"]["examples"]
     assert paths["/api/memory/"]["get"]["responses"]["200"]["content"]["application/json"]["examples"]
     assert "user_id" not in json.dumps(paths["/api/memory/operations/"]["post"]["requestBody"])
+
+
+@pytest.mark.parametrize("operation, code", [
+    ({"target": "memory", "action": "add", "match": "Go", "content": "Uses Go"}, "add_with_match"),
+    ({"target": "memory", "action": "replace", "match": "Go", "content": "Uses Go"}, "no_match"),
+    ({"target": "memory", "action": "remove", "match": "Go"}, "no_match"),
+])
+def test_the_api_does_not_forgive_what_the_models_tool_forgives(api, user, operation, code):
+    # The model's tool accepts these slips (docs/chat.md); a program calling the API gets the rule.
+    response = post_operations(api, operation)
+
+    assert response.status_code == 400 and response.json()["code"] == code
+    assert document_count(user) == 0

@@ -1,0 +1,105 @@
+"""The model's tool forgives the slips small models make that have one safe
+meaning, and says what it did; what is ambiguous is still refused. Driven by
+a scripted model over real HTTP through the turn service, so each case is
+also checked at the commit (which replays what was staged).
+
+- add with a match: added, the match ignored.
+- replace on an empty document: its content is added.
+- remove on an empty document: nothing to remove, a no-op, not a failure.
+- conversation_search's arguments sent to memory_update, and the other way
+  round: the reply names the right tool and what it takes.
+"""
+import json
+
+import pytest
+
+from agentmemory.rules import Snapshot
+from chat.turns import run_turn
+from tests.chat_helpers import aseed, fresh_agents, snapshot_of  # noqa: F401
+from tests.scripted_model import scripted_model, text, tool_call  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def tool_reply(server, request: int = 1) -> dict:
+    """The tool's reply the model read in request number `request` (0-based)."""
+    return json.loads(server.requests[request]["messages"][-1]["content"])
+
+
+def ops(*operations) -> dict:
+    return {"operations": list(operations)}
+
+
+async def test_a_replace_on_an_empty_profile_is_stored_as_an_add(user, scripted_model):
+    scripted_model.push(tool_call(ops({"target": "user", "action": "replace", "match": "editor",
+                                       "content": "Uses Neovim as their editor"})), text("Noted."))
+
+    result = await run_turn(user=user, content="I switched to Neovim.")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).user == ("Uses Neovim as their editor",)
+    assert tool_reply(scripted_model)["results"] == [
+        "'user' was empty, so there was nothing to replace; added as a new entry"]
+
+
+async def test_an_add_with_a_match_is_stored_and_the_match_ignored(user, scripted_model):
+    await aseed(user, memory_entries=["The API is written in Go"])
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "add", "match": "Go",
+                                       "content": "Deploys happen on Fridays"})), text("Noted."))
+
+    result = await run_turn(user=user, content="We deploy on Fridays.")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).memory == ("The API is written in Go", "Deploys happen on Fridays")
+    assert tool_reply(scripted_model)["results"] == ["match is not used by add; added as a new entry"]
+
+
+async def test_a_remove_on_an_empty_document_is_nothing_to_remove(user, scripted_model):
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "remove", "match": "Vim"})),
+                        text("There was nothing to forget."))
+
+    result = await run_turn(user=user, content="Forget that I use Vim.")
+
+    assert result.memory.status == "nothing_to_commit"
+    assert [(e.status, e.code) for e in result.tool_events] == [("unchanged", "")]
+    reply = tool_reply(scripted_model)
+    assert reply["success"] is True and reply["results"] == ["nothing to remove: 'memory' is empty; nothing changed"]
+    assert await snapshot_of(user) == Snapshot()
+
+
+async def test_an_ambiguous_slip_is_still_refused(user, scripted_model):
+    # 'user' is empty, but the match is in 'memory': the model may mean that entry. Nothing is guessed.
+    await aseed(user, memory_entries=["Uses Go 1.22"])
+    scripted_model.push(tool_call(ops({"target": "user", "action": "replace", "match": "Go 1.22",
+                                       "content": "Uses Go 1.23"})), text("I could not change that."))
+
+    result = await run_turn(user=user, content="We moved to Go 1.23.")
+
+    assert [e.code for e in result.tool_events] == ["no_match"]
+    assert "set target to 'memory'" in tool_reply(scripted_model)["error"]
+    assert result.memory.status == "nothing_to_commit"
+    assert (await snapshot_of(user)) == Snapshot(memory=("Uses Go 1.22",))
+
+
+async def test_search_arguments_sent_to_memory_update_name_the_right_tool(user, scripted_model):
+    scripted_model.push(tool_call({"query": "locker code", "limit": 5}), text("Let me answer instead."))
+
+    result = await run_turn(user=user, content="What was my locker code?")
+
+    assert [e.code for e in result.tool_events] == ["wrong_tool"]
+    reply = tool_reply(scripted_model)
+    assert "conversation_search" in reply["error"] and '{"query"' in reply["error"]
+    assert result.memory.status == "nothing_to_commit"
+
+
+async def test_memory_update_arguments_sent_to_search_name_the_right_tool(user, scripted_model):
+    scripted_model.push(
+        tool_call(ops({"target": "memory", "action": "add", "content": "Uses Go"}), name="conversation_search"),
+        text("Noted."))
+
+    result = await run_turn(user=user, content="We use Go.")
+
+    assert [(e.tool, e.status) for e in result.tool_events] == [("conversation_search", "invalid")]
+    reply = tool_reply(scripted_model)
+    assert "memory_update" in reply["error"] and '{"operations"' in reply["error"]
+    assert await snapshot_of(user) == Snapshot()
