@@ -69,6 +69,8 @@ class MemoryValidationError(ValueError):
         self.entries = tuple(entries)
         # The other target, when a failed match would have found its text there.
         self.elsewhere: str | None = None
+        # over_capacity: how many characters the batch is over the limit.
+        self.excess: int | None = None
         prefix = f"Operation {position}: " if position is not None else ""
         super().__init__(prefix + message)
 
@@ -520,12 +522,14 @@ def validate_capacity(snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) ->
         used = document_length(snapshot.entries(target))
         limit = limits[target]
         if used > limit:
-            raise MemoryValidationError(
+            error = MemoryValidationError(
                 f"'{target}' would hold {used:,} characters, over its limit of {limit:,}. "
                 "In the same batch, shorten or remove entries (consolidate related facts) "
                 "before adding.",
                 code="over_capacity", target=target, entries=snapshot.entries(target),
             )
+            error.excess = used - limit
+            raise error
 
 
 # --- rendering and usage -----------------------------------------------------

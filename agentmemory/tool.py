@@ -60,7 +60,9 @@ PARAMETERS = {
 }
 
 DESCRIPTION = (
-    "Change your persistent memory of the signed-in user. 'user' holds their profile "
+    "Change your persistent memory of the signed-in user. Call it only when the user states a "
+    "lasting fact about themselves or their project, or asks you to remember, correct or forget "
+    "something; never to answer a question or to help with code. 'user' holds their profile "
     "(role, preferences, expertise, style); 'memory' holds durable notes (project facts, "
     "conventions, environment, lessons). Operations run in order: add (content only), "
     "replace (match = a few words of one entry, content = the complete new entry), "
@@ -91,6 +93,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         return _stop_retrying(limit)
 
     before = ledger.snapshot
+    raw = None
     try:
         raw = json.loads(arguments) if isinstance(arguments, str) else arguments
         _refuse_search_arguments(raw)
@@ -102,7 +105,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
             ledger.capacity_refused = True
         if ledger.failed_calls >= limit:
             return _stop_retrying(limit)
-        return _failure(exc, before)
+        return _failure(exc, before, raw)
 
     ledger.failed_calls = 0  # the budget counts consecutive failures
     snapshot = ledger.snapshot
@@ -183,7 +186,7 @@ def _result(effect: str, old: str | None, target: str) -> str:
     return f"{effect}: {preview(model_view(old))}"
 
 
-def _failure(exc: Exception, current: Snapshot) -> dict:
+def _failure(exc: Exception, current: Snapshot, sent: object = None) -> dict:
     if not isinstance(exc, MemoryValidationError):
         return {
             "success": False,
@@ -209,7 +212,19 @@ def _failure(exc: Exception, current: Snapshot) -> dict:
         # What is stored or staged now (blocked entries as their marker only):
         # the model matches against these in its next batch.
         reply["current_entries"] = [model_view(entry) for entry in current.entries(exc.target)]
+    if exc.code == "over_capacity" and exc.excess:
+        # The shape of the one call that fits: free the space, then the same change again.
+        reply["characters_to_free"] = exc.excess
+        reply["retry_like_this"] = {"operations": [
+            {"target": exc.target, "action": "remove", "match": "A FEW WORDS OF ONE ENTRY ABOVE TO DROP"},
+            *(_operations_sent(sent) or [{"target": exc.target, "action": "add", "content": "YOUR NEW ENTRY"}]),
+        ]}
     return reply
+
+
+def _operations_sent(sent: object) -> list:
+    operations = sent.get("operations") if isinstance(sent, Mapping) else None
+    return [op for op in operations if isinstance(op, Mapping)] if isinstance(operations, list) else []
 
 
 _SHOW_ENTRIES = frozenset({"no_match", "ambiguous_match", "over_capacity", "incomplete_entry"})

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agentmemory import store
-from agentmemory.rules import Operation, Snapshot
+from agentmemory.rules import SEPARATOR, Operation, Snapshot
 from agentmemory.scope import get_memory_request, memory_scope
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update, staged_operations
 
@@ -267,6 +267,11 @@ def test_overflow_stages_nothing_and_returns_the_current_entries():
         # What is there now, so the next batch can match and consolidate it.
         assert reply["current_entries"] == list(notes)
         assert "consolidate" in reply["error"]
+        # How much to free, and the shape of the one call that fits: a remove, then the same add.
+        assert reply["characters_to_free"] == len(SEPARATOR.join((*notes, "a third note " + "t" * 300))) - 2200
+        first, again = reply["retry_like_this"]["operations"]
+        assert (first["target"], first["action"]) == ("memory", "remove")
+        assert again == op(content="a third note " + "t" * 300)
         assert ledger().operations == []
         assert ledger().snapshot == Snapshot(memory=notes)
 

@@ -7,16 +7,19 @@ model would (non-streaming):
                          then, after the tool result, answers "Noted."
     [[fail]] ...         answers HTTP 500 on the round after its tool call
                          (a change is staged when the model fails)
+    [[stall]] ...        after its tool call, never answers (a model that hangs)
     anything else        says whether it saw a memory block in its prompt
 """
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx2
 from openai import AsyncOpenAI
 
 FAIL = "[[fail]]"
+STALL = "[[stall]]"
 
 
 class DemoModel:
@@ -31,8 +34,12 @@ class DemoModel:
         question = messages[last_user]["content"]
         tool_results = [m for m in messages[last_user:] if m["role"] == "tool"]
         offered = {tool["function"]["name"] for tool in body.get("tools") or ()}
+        stall = STALL in question
+        question = question.replace(STALL, "")
         fact = question.replace(FAIL, "").strip().removeprefix("remember:").strip()
 
+        if tool_results and stall:
+            await asyncio.Event().wait()  # until the caller's deadline cancels the request
         if tool_results:
             if FAIL in question:
                 return httpx2.Response(500, json={"error": {"message": "the demo failed on purpose"}})

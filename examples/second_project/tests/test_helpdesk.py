@@ -87,6 +87,17 @@ async def test_a_failed_turn_saves_nothing(model):
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_a_turn_past_its_deadline_saves_nothing_and_every_request_is_capped(model):
+    user = await sync_to_async(get_user_model().objects.create_user)("marie", password="marie-pass-123")
+    client = demo_client(model)
+    with pytest.raises(TimeoutError):
+        await answer(client, user_id=user.pk, question=f"[[stall]] remember: {FACT}", deadline=0.5)
+    assert not await MemoryDocument.objects.filter(user_id=user.pk).aexists()
+    assert [request["max_tokens"] for request in model.requests] == [1024, 1024]
+    await client.close()
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_ask_takes_identity_from_the_session():
     user = await sync_to_async(get_user_model().objects.create_user)("marie", password="marie-pass-123")
     client = AsyncClient()
