@@ -151,7 +151,8 @@ async def test_the_body_is_what_the_typed_create_sent(server):
     server.push(text("a"), text("b"))
     client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
     try:
-        typed = await client.chat.completions.create(model="m", messages=HISTORY, tools=[TOOL], stream=True)
+        typed = await client.chat.completions.create(model="m", messages=HISTORY, tools=[TOOL], stream=True,
+                                                     max_tokens=1024)
         async for _ in typed:
             pass
         raw = await LLM(client=client, model="m").stream_chat(
@@ -161,6 +162,7 @@ async def test_the_body_is_what_the_typed_create_sent(server):
                 pass
     finally:
         await client.close()
+    # stream_chat adds the output cap to every body (LLM.max_tokens, 1024 by default).
     assert server.requests[0] == server.requests[1]
 
 
