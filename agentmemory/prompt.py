@@ -61,9 +61,14 @@ def render_entry_for_prompt(entry: str) -> str:
 
 
 def render_header(target: str, snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> str:
-    """Return e.g. `USER PROFILE [41% - 564/1375 characters]`."""
+    """Return e.g. `USER PROFILE [41% - 564/1375 characters]`.
+
+    A document at FULL_PERCENT or more says so in its header, with what to do,
+    so a model consolidates in the same call instead of adding and failing.
+    """
     measured = usage(snapshot, target, limits)
-    return f"{TITLES[target]} [{measured.percent}% - {measured.used}/{measured.limit} characters]"
+    full = " - nearly full: remove or shorten an entry in the same call before adding" if measured.level == "full" else ""
+    return f"{TITLES[target]} [{measured.percent}% - {measured.used}/{measured.limit} characters{full}]"
 
 
 def render_block(snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> str:

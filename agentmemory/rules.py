@@ -103,6 +103,9 @@ ADDED, DUPLICATE, REPLACED, UNCHANGED, REMOVED = "added", "duplicate", "replaced
 # an add that also sent match (the match is ignored), a replace on an empty document (its content is
 # added), a remove on an empty document (nothing to remove: a no-op).
 ADDED_MATCH_IGNORED, ADDED_INSTEAD, NOTHING_TO_REMOVE = "added_match_ignored", "added_instead", "nothing_to_remove"
+# ... and a replace whose content is one word where the entry is a sentence: the word takes the
+# matched words' place inside the entry ("match": "Ansible", "content": "Terraform").
+PATCHED = "patched"
 # Effects that leave memory as it was.
 NO_CHANGE = frozenset({DUPLICATE, UNCHANGED, NOTHING_TO_REMOVE})
 
@@ -414,7 +417,9 @@ def apply_batch(
     `forgive` (the model's tool only, never a replay or a person's edit)
     accepts the slips that have one safe meaning: an add's match is ignored;
     a replace on a document that is empty at that point of the batch adds
-    its content; a remove there is a no-op. The returned operations say what
+    its content; a remove there is a no-op; a replace whose content is one
+    word, on an entry of three words or more, puts that word in place of the
+    matched words inside the entry (`PATCHED`). The returned operations say what
     to stage instead (`Applied.to_stage`). When the match is found in the
     other document, the slip is ambiguous and still refused (`no_match`).
     """
@@ -463,17 +468,26 @@ def apply_batch(
             continue
 
         content = normalize_entry(operation.content, position=position, target=target)
+        patched = forgive and operation.entry is None and _is_word_patch(old, match, content)
+        if patched:
+            content = normalize_entry(old.replace(match, content), position=position, target=target)
+            pinned[-1] = replace(operation, content=content, entry=old)
         if content != old and content in target_entries:
             raise MemoryValidationError(
                 "the new content equals another existing entry; remove this entry instead.",
                 code="replace_duplicate", position=position, target=target,
             )
         target_entries[index] = content
-        effects.append(UNCHANGED if content == old else REPLACED)
+        effects.append(UNCHANGED if content == old else PATCHED if patched else REPLACED)
 
     updated = Snapshot(user=tuple(entries["user"]), memory=tuple(entries["memory"]))
     validate_capacity(updated, limits)
     return Applied(snapshot=updated, operations=tuple(pinned), effects=tuple(effects), replaced=tuple(replaced))
+
+
+def _is_word_patch(entry: str, match: str, content: str) -> bool:
+    """True when a replace sent one word for a sentence entry and its match is in the entry's text."""
+    return len(content.split()) == 1 and len(entry.split()) >= 3 and match != entry and match in entry
 
 
 def _find_one(

@@ -19,6 +19,7 @@ from .rules import (
     ADDED_MATCH_IGNORED,
     DUPLICATE,
     NOTHING_TO_REMOVE,
+    PATCHED,
     REPLACED,
     TARGETS,
     UNCHANGED,
@@ -114,7 +115,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         "usage": {target: str(usage(snapshot, target, request.limits)) for target in TARGETS},
         "entry_counts": {target: len(snapshot.entries(target)) for target in TARGETS},
         "operations_left": ledger.operations_left,
-        "results": [_result(effect, old, op.target)
+        "results": [_result(effect, old, op.target, op.content)
                     for op, effect, old in zip(applied.operations, applied.effects, applied.replaced)],
     }
     if not applied.changes:
@@ -170,7 +171,7 @@ def _refuse_search_arguments(raw: object) -> None:
         )
 
 
-def _result(effect: str, old: str | None, target: str) -> str:
+def _result(effect: str, old: str | None, target: str, new: str | None = None) -> str:
     if effect == DUPLICATE:
         return "already stored; nothing changed"
     if effect == UNCHANGED:
@@ -183,6 +184,8 @@ def _result(effect: str, old: str | None, target: str) -> str:
         return f"'{target}' was empty, so there was nothing to replace; added as a new entry"
     if effect == NOTHING_TO_REMOVE:
         return f"nothing to remove: '{target}' is empty; nothing changed"
+    if effect == PATCHED:
+        return f"content was one word, so it replaced the matched words inside the entry: {preview(model_view(new))}"
     return f"{effect}: {preview(model_view(old))}"
 
 
@@ -212,6 +215,12 @@ def _failure(exc: Exception, current: Snapshot, sent: object = None) -> dict:
         # What is stored or staged now (blocked entries as their marker only):
         # the model matches against these in its next batch.
         reply["current_entries"] = [model_view(entry) for entry in current.entries(exc.target)]
+    if exc.elsewhere and exc.position is not None and (sent_ops := _operations_sent(sent)):
+        # The same batch with that one operation pointed at the document that holds the text.
+        fixed = [dict(op) for op in sent_ops]
+        if 0 < exc.position <= len(fixed):
+            fixed[exc.position - 1]["target"] = exc.elsewhere
+            reply["retry_like_this"] = {"operations": fixed}
     if exc.code == "over_capacity" and exc.excess:
         # The shape of the one call that fits: free the space, then the same change again.
         reply["characters_to_free"] = exc.excess

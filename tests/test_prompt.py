@@ -61,6 +61,14 @@ def test_header_uses_the_configured_limits():
     assert render_header("memory", Snapshot(memory=("m" * 50,)), limits) == "AGENT MEMORY [25% - 50/200 characters]"
 
 
+def test_a_nearly_full_document_says_so_in_its_header():
+    limits = {"user": 1375, "memory": 200}
+    assert render_header("memory", Snapshot(memory=("m" * 179,)), limits) == "AGENT MEMORY [89% - 179/200 characters]"
+    assert render_header("memory", Snapshot(memory=("m" * 180,)), limits) == (
+        "AGENT MEMORY [90% - 180/200 characters - nearly full: remove or shorten an entry in the same call "
+        "before adding]")
+
+
 def test_available_prompt_frames_the_block_as_untrusted_data():
     text = compile_memory_prompt(snapshot=Snapshot(memory=("ENTRY-4b1d",)))
     assert "memory_status: available" in text

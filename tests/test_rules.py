@@ -681,3 +681,27 @@ def test_forgiving_never_skips_the_entry_rules():
     with pytest.raises(MemoryValidationError) as caught:
         apply_batch(Snapshot(), [Operation("memory", "replace", match="x", content="x" * 3000)], forgive=True)
     assert caught.value.code == "over_capacity"
+
+
+def test_a_one_word_replace_of_a_sentence_is_patched_into_the_entry_when_forgiving():
+    snapshot = Snapshot(memory=("The team deploys with Ansible every Thursday",))
+    operation = Operation("memory", "replace", match="Ansible", content="Terraform")
+
+    applied = apply_batch(snapshot, [operation], forgive=True)
+
+    assert applied.effects == ("patched",)
+    assert applied.snapshot.memory == ("The team deploys with Terraform every Thursday",)
+    # Staged as the whole new entry, pinned: the commit replays a plain replace.
+    [staged] = applied.to_stage
+    assert (staged.content, staged.entry) == ("The team deploys with Terraform every Thursday", snapshot.memory[0])
+    assert apply_batch(snapshot, [staged]).snapshot == applied.snapshot
+    # Without forgiving, the pure rules replace the whole entry as sent (the tool refuses that shape).
+    assert apply_batch(snapshot, [operation]).snapshot.memory == ("Terraform",)
+
+
+def test_a_patch_still_passes_the_entry_rules():
+    snapshot = Snapshot(memory=("The api key lives in the vault",))
+    with pytest.raises(MemoryValidationError) as caught:
+        apply_batch(snapshot, [Operation("memory", "replace", match="vault", content="sk-live-9f8e7d6c5b4a39281706")],
+                    forgive=True)
+    assert caught.value.code.startswith("threat_")

@@ -421,6 +421,7 @@ def test_no_match_lists_the_current_entries_and_names_the_other_target():
     assert reply["code"] == "no_match"
     assert reply["current_entries"] == ["Uses Go 1.22"]
     assert "That text is in 'user'" in reply["error"] and "set target to 'user'" in reply["error"]
+    assert reply["retry_like_this"] == {"operations": [op("user", action="remove", match="tabs")]}
 
 
 def test_a_match_on_the_separator_is_explained():
@@ -430,9 +431,20 @@ def test_a_match_on_the_separator_is_explained():
     assert "only separates entries" in reply["error"]
 
 
-def test_a_replace_that_shrinks_a_sentence_to_one_word_asks_for_the_complete_entry():
+def test_a_one_word_replace_of_a_sentence_puts_the_word_in_place_of_the_match():
     with memory_scope(1, True, snapshot=Snapshot(memory=("The frontend is written in JavaScript",))):
         reply = call(op(action="replace", match="JavaScript", content="TypeScript"))
+        assert ledger().snapshot.memory == ("The frontend is written in TypeScript",)
+    assert reply["status"] == "staged"
+    assert reply["results"] == [
+        "content was one word, so it replaced the matched words inside the entry: The frontend is written in TypeScript"]
+
+
+def test_a_replace_that_shrinks_a_sentence_to_one_word_asks_for_the_complete_entry():
+    # The match is the whole entry: there is nothing to patch, so the word would be the entry. Refused.
+    entry = "The frontend is written in JavaScript"
+    with memory_scope(1, True, snapshot=Snapshot(memory=(entry,))):
+        reply = call(op(action="replace", match=entry, content="TypeScript"))
         assert ledger().operations == []
     assert reply["code"] == "incomplete_entry"
     assert "complete new entry" in reply["error"]
