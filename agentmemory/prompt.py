@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length, model_view, usage
 
-POLICY_VERSION = "v2"  # the default; AGENTMEMORY_POLICY_VERSION chooses per deployment
+POLICY_VERSION = "v3"  # the default; AGENTMEMORY_POLICY_VERSION chooses per deployment
 POLICY_DIR = Path(__file__).resolve().parent / "policy"
 BLOCK_OPEN = "<persistent_memory_data>"
 BLOCK_CLOSE = "</persistent_memory_data>"

@@ -307,7 +307,7 @@ AGENTMEMORY = {
     "CAPTURE_CONTENT": env.bool("AGENTMEMORY_CAPTURE_CONTENT", default=False),
     "READ_TIMEOUT_SECONDS": env.float("AGENTMEMORY_READ_TIMEOUT_SECONDS", default=1.0),
     "COMMIT_LOCK_TIMEOUT_SECONDS": env.float("AGENTMEMORY_COMMIT_LOCK_TIMEOUT_SECONDS", default=3.0),
-    "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v2"),
+    "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v3"),
     "DEFAULT_SAVE_MODE": env.str("AGENTMEMORY_DEFAULT_SAVE_MODE", default="auto"),
     "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
     # The memory page links each entry to the chat it came from.

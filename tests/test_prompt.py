@@ -90,7 +90,7 @@ def test_read_only_turn_says_memory_update_will_refuse():
     assert "read-only" in text
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
 def test_policy_lists_exactly_the_designs_save_and_skip_lists(version):
     policy = load_policy(version)
     save = policy.split("Save:\n", 1)[1].split("\n\n", 1)[0]
@@ -139,6 +139,15 @@ def test_policy_v2_keeps_the_designs_lists_and_says_when_not_to_call_the_tool():
     assert save == load_policy("v1").split("Save:\n", 1)[1].split("\n\n", 1)[0]
     assert skip == load_policy("v1").split("Skip:\n", 1)[1].split("\n\n", 1)[0]
     assert "do not call it" in policy
+
+
+def test_policy_v3_keeps_the_designs_lists_and_says_when_not_to_call_any_tool():
+    policy = load_policy("v3")
+    for heading in ("Save:\n", "Skip:\n"):
+        assert (policy.split(heading, 1)[1].split("\n\n", 1)[0]
+                == load_policy("v1").split(heading, 1)[1].split("\n\n", 1)[0])
+    assert "answer without any tool" in policy
+    assert "answer from the block" in policy  # "what do you remember" is read, not searched
 
 
 def test_the_policy_version_setting_chooses_the_policy(settings, user):
