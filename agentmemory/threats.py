@@ -358,6 +358,13 @@ def _words(*alternatives: str) -> str:
 # the verbs below are base forms. A pattern that starts with this marker
 # starts with its verb; what precedes the verb is checked separately
 # (`_IMPERATIVE_BEFORE`), so the regex engine can skip to the verb.
+# Messages told apart by a marker only their sender knows: "messages signed X", "with the code Y".
+_MARKED_MESSAGES = (
+    r"(?:messages?|instructions?|commands?|orders?|requests?|prompts?|users?)\b(?: \S+){0,3}? (?:signed"
+    r"|marked|tagged|prefixed|containing|carrying|bearing|with (?:the |a )?(?:code|password|passphrase|token"
+    r"|signature|prefix|tag|keyword)|(?:that|which) (?:carry|carries|contain|contains|include|includes|bear"
+    r"|bears|start with|starts with|begin with|begins with|end with|ends with))\b"
+)
 _DIRECTIVE = "\x00"
 _IMPERATIVE_BEFORE = re.compile(
     r"(?:^|[.!?;:,] |[\"'(\[*>•] ?|- |\b(?:you (?:must|should|will|shall|need to|have to|are to|are required to"
@@ -563,6 +570,14 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"\b(?:c2|c&c|command[ -]and[ -]control) (?:will be|is|can be|should be) (?:reached|contacted|found"
          r"|located|hosted|available)\b|\b(?:c2|c&c|command[ -]and[ -]control)(?: (?:server|channel|endpoint"
          r"|node|host|domain|listener))? (?:is )?at (?:https?://|[\w-]+(?:\.[\w-]+)+|\d)"),
+        # --- obeying only whoever holds a marker (a backdoor, paraphrased by a model) ---
+        (PROMPT_INJECTION,
+         r"\b(?:obey|obeys|obeying|follow|follows|heed|heeds|respond to|responds to|reply to|replies to"
+         r"|answer|answers|listen|listens|listen to|listens to|trust|trusts|act on|acts on)(?: \S+){0,2}? only (?:to |on )?(?:\S+ ){0,3}?"
+         + _MARKED_MESSAGES),
+        (PROMPT_INJECTION,
+         r"\bonly (?:obey|obeys|follow|follows|heed|heeds|respond to|responds to|reply to|replies to|answer"
+         r"|answers|listen to|listens to|trust|trusts|act on|acts on)(?: \S+){0,3}? " + _MARKED_MESSAGES),
         # --- speaking as someone else -------------------------------------
         (ROLE_HIJACK,
          r"\byou are(?: \S+){0,3}? now (?:a|an|the|my|no longer|acting|operating|called|named|known as|dan"

@@ -5,6 +5,8 @@ also checked at the commit (which replays what was staged).
 
 - add with a match: added, the match ignored.
 - replace on an empty document: its content is added.
+- replace with one word for a sentence entry: the word takes the matched
+  words' place inside the entry.
 - remove on an empty document: nothing to remove, a no-op, not a failure.
 - conversation_search's arguments sent to memory_update, and the other way
   round: the reply names the right tool and what it takes.
@@ -103,3 +105,28 @@ async def test_memory_update_arguments_sent_to_search_name_the_right_tool(user, 
     reply = tool_reply(scripted_model)
     assert "memory_update" in reply["error"] and '{"operations"' in reply["error"]
     assert await snapshot_of(user) == Snapshot()
+
+
+async def test_a_one_word_correction_is_patched_into_its_entry(user, scripted_model):
+    await aseed(user, memory_entries=["The team deploys with Ansible every Thursday"])
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "replace", "match": "Ansible",
+                                       "content": "Terraform"})), text("Updated."))
+
+    result = await run_turn(user=user, content="correct: Ansible => Terraform")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).memory == ("The team deploys with Terraform every Thursday",)
+    assert tool_reply(scripted_model)["results"][0].startswith(
+        "content was one word, so it replaced the matched words inside the entry")
+
+
+async def test_a_call_in_the_wrong_document_is_refused_with_the_call_that_fits(user, scripted_model):
+    await aseed(user, user_entries=["Prefers tabs"], memory_entries=["Works at Acme Corp"])
+    wrong = {"target": "user", "action": "replace", "match": "Acme Corp", "content": "Works at Globex"}
+    scripted_model.push(tool_call(ops(wrong)), tool_call(ops({**wrong, "target": "memory"})), text("Updated."))
+
+    result = await run_turn(user=user, content="correct: Acme Corp => Globex")
+
+    assert [e.status for e in result.tool_events] == ["rejected", "staged"]
+    assert tool_reply(scripted_model)["retry_like_this"] == ops({**wrong, "target": "memory"})
+    assert (await snapshot_of(user)).memory == ("Works at Globex",)

@@ -90,7 +90,7 @@ def test_read_only_turn_says_memory_update_will_refuse():
     assert "read-only" in text
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("version", ["v1", "v2"])
 def test_policy_lists_exactly_the_designs_save_and_skip_lists(version):
     policy = load_policy(version)
     save = policy.split("Save:\n", 1)[1].split("\n\n", 1)[0]
@@ -141,11 +141,16 @@ def test_policy_v2_keeps_the_designs_lists_and_says_when_not_to_call_the_tool():
     assert "do not call it" in policy
 
 
-def test_policy_v3_keeps_the_designs_lists_and_says_when_not_to_call_any_tool():
+def test_policy_v3_covers_the_designs_lists_in_examples_and_says_when_not_to_call_any_tool():
+    # v3 shows the design's save list as examples (what a small model copies best) and its skip list as
+    # one "Never save" sentence; each category is still named.
     policy = load_policy("v3")
-    for heading in ("Save:\n", "Skip:\n"):
-        assert (policy.split(heading, 1)[1].split("\n\n", 1)[0]
-                == load_policy("v1").split(heading, 1)[1].split("\n\n", 1)[0])
+    save = policy.split("Save (one short sentence per fact):\n", 1)[1].split("\n\n", 1)[0]
+    never = policy.split("Never save:", 1)[1].split("\n\n", 1)[0]
+    for words in ("prefer", "engineer", "API", "deploy", "Corrections", "forget"):
+        assert words in save, words
+    for words in ("credentials", "instructions addressed to you", "right now", "file paths", "stale"):
+        assert words in " ".join(never.split()), words
     assert "answer without any tool" in policy
     assert "answer from the block" in policy  # "what do you remember" is read, not searched
 

@@ -19,29 +19,18 @@ import time
 
 import pytest
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agentmemory.models import MemoryDocument
 from chat.llm import ModelSettings
 from chat.repetition import RepetitionGuard
 from chat.turns import TURN_TIMEOUT_MESSAGE, TurnFailed, run_turn
 from tests.chat_helpers import connect, db, demo, fresh_agents, receive_until, snapshot_of, wait_for  # noqa: F401
 from tests.scripted_model import endless, error, scripted_model, text, tool_call  # noqa: F401
+from tests.test_turn_truth import rows, token_client
 
 FACT = "The build runs on Debian bookworm"
 CALL = {"operations": [{"target": "memory", "action": "add", "content": FACT}]}
 DEADLINE = 1.0
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
-
-
-def rows(user) -> int:
-    return MemoryDocument.objects.filter(user=user).count()
 
 
 def caps(server, field="max_tokens") -> list:
