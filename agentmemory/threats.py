@@ -578,7 +578,17 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
         (PROMPT_INJECTION,
          r"\bonly (?:obey|obeys|follow|follows|heed|heeds|respond to|responds to|reply to|replies to|answer"
          r"|answers|listen to|listens to|trust|trusts|act on|acts on)(?: \S+){0,3}? " + _MARKED_MESSAGES),
+        (PROMPT_INJECTION,
+         r"\b(?:obey|obeys|follow|follows|heed|heeds|trust|trusts|respond to|responds to|listen to|listens to"
+         r"|act on|acts on) (?:\S+ ){0,3}?" + _MARKED_MESSAGES + r"(?: \S+){0,3}? only\b"),
+        (PROMPT_INJECTION,
+         _MARKED_MESSAGES + r"(?: \S+){0,4}? (?:are|is) the only (?:ones?|messages|instructions|commands|orders"
+         r"|requests)(?: \S+){0,2}? (?:to )?(?:obey|follow|trust|heed|act on|respond to|answer|listen to)\b"),
         # --- speaking as someone else -------------------------------------
+        (ROLE_HIJACK,
+         r"\b(?:an?|the) (?:unrestricted|unfiltered|uncensored|unaligned|jailbroken|amoral|lawless) (?:ai|assistant"
+         r"|model|chatbot|bot|llm)\b[^.!?\n]{0,40}?\b(?:without|with no|free of|free from|not bound by|that ignores)"
+         r" (?:any |all )?(?:rules|restrictions|limits|limitations|filters|guidelines|ethics|morals)\b"),
         (ROLE_HIJACK,
          r"\byou are(?: \S+){0,3}? now (?:a|an|the|my|no longer|acting|operating|called|named|known as|dan"
          r"|jailbroken|unrestricted|unfiltered|uncensored|free|in charge)\b"),
@@ -821,7 +831,7 @@ _PIN_LABELS = (
     r"|unlock) code"
 )
 _TOKEN_LABELS = (
-    r"(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"
+    r"secret access key|(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"
     r"|(?:access|auth|bearer|refresh|session|api|personal access|bot) token|token|otp|one[- ]time (?:code|password)"
     r"|(?:2fa|mfa|totp|otp) (?:code|secret|seed|key)|recovery (?:code|key)s?|backup codes?|credentials?"
 )
@@ -858,10 +868,26 @@ _TRAILING = "\"'`.,;:!?)]}»”’"
 _TERMINAL_AFTER = re.compile(r"^[\"'”’`]?(?:$|[.!?,;)]| and\b| but\b| -)")
 
 
+# A labelled value of 16+ base64 characters with slashes and no dot: a key, not a path or a URL.
+_KEY_WITH_SLASHES = re.compile(r"^(?=[^/]*/)(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-z0-9+/]{16,}={0,2}$")
+# The label after the value: "hunter2-x7 is the staging admin password".
+_PROSE_SECRET_AFTER = re.compile(
+    r"(?<![^\s\"'`(])[\"'`]?(?P<value>[^\s\"'`,;]{6,80}?)[\"'`]? (?:is|was) (?:the |my |our |his |her |their |a )?"
+    r"(?:(?!(?:behind|for|of|to|in|on|at|with|by|from|under|like|than)\b)[\w-]+ ){0,3}?(?:" + _PASSWORD_LABELS + r"|(?:api|access|secret|private) key|(?:access|auth|api) token)\b",
+    re.IGNORECASE,
+)
+
+
 def _has_prose_secret(text: str) -> bool:
+    for match in _PROSE_SECRET_AFTER.finditer(text):
+        value = match.group("value").rstrip(_TRAILING)
+        if not _PATH_OR_NAME.search(value) and not _VARIABLE_NAME.match(value) and _looks_like_credential(value):
+            return True
     for match in _PROSE_SECRET.finditer(text):
         raw = match.group("value")
         value = raw.rstrip(_TRAILING)
+        if _KEY_WITH_SLASHES.match(value) and match.group("pin") is None:
+            return True  # a key in base64 with slashes (an AWS secret access key), not a path
         if "/" in value and value.count("/") == 1 and value[0] not in "/~.":
             value = value.split("/")[1]  # "admin/hunter2": the part after the user name
         if (
