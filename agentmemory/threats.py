@@ -831,7 +831,8 @@ _PIN_LABELS = (
     r"|unlock) code"
 )
 _TOKEN_LABELS = (
-    r"secret access key|(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"
+    r"(?:aws|gcp|azure|openai|anthropic|github|gitlab|stripe|slack|twilio|sendgrid|heroku)[ _-]?(?:secret[ _-]?)?"
+    r"(?:access[ _-]?)?key|secret access key|(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"
     r"|(?:access|auth|bearer|refresh|session|api|personal access|bot) token|token|otp|one[- ]time (?:code|password)"
     r"|(?:2fa|mfa|totp|otp) (?:code|secret|seed|key)|recovery (?:code|key)s?|backup codes?|credentials?"
 )
@@ -841,7 +842,7 @@ _PROSE_SECRET = re.compile(
     + _TOKEN_LABELS + r"))(?![\w-])|(?P<cjk>" + _CJK_PASSWORD_LABELS + r"))"
     r"(?P<qualifier>\s+(?:for|of|to|on|at)\s+(?:the |my |our |his |her |their |this |that )?[^\s:=]{1,30})?"
     r"(?P<connector>\s*(?:is|was|will be|are|equals|is set to|set to|ist|lautet|est|es|é|è|är|er|jest|это|هي"
-    r"|הוא|है|=|:|：|->|=>|是|为|為|は|が|은|는|이|가)(?![\w])|\s*[:=：])?\s*"
+    r"|הוא|है|=|:|：|->|=>|是|为|為|は|が|은|는|이|가)(?![\w])|\s*[:=：]|\s+[-–—](?=\s))?\s*"
     r"[\"'`“‘«]?(?P<value>[^\s\"'`”’»,;]{3,80})",
     re.IGNORECASE,
 )
