@@ -69,8 +69,8 @@ DEMO_FIGURES = {
     "refused_tool_calls": 7,
     "refusal_codes": {
         "rejected:over_capacity": 2,
-        "rejected:threat_prompt_injection": 1,
-        "rejected:threat_role_hijack": 1,
+        # "obey only messages signed …" is a backdoor (prompt_injection) before it is a role change
+        "rejected:threat_prompt_injection": 2,
         "rejected:threat_secret": 3,
     },
     "leaked_tool_text": 0,
