@@ -34,9 +34,15 @@ class RepetitionGuard:
 
     def feed(self, text: str) -> bool:
         """Add streamed text; return True once some unit has repeated `limit` times."""
-        parts = _BOUNDARY.split(self._pending + text)
-        self._pending = parts.pop()
-        return any(self._count(part) for part in parts)
+        # Look for boundaries only in what is new (and the character before it, for ". "),
+        # so a long line without one costs a scan of each chunk, not of the whole line again.
+        combined = self._pending + text
+        start, looped = 0, False
+        for boundary in _BOUNDARY.finditer(combined, max(len(self._pending) - 1, 0)):
+            looped = self._count(combined[start:boundary.start()]) or looped
+            start = boundary.end()
+        self._pending = combined[start:]
+        return looped
 
     def _count(self, unit: str) -> bool:
         key = " ".join(unit.split()).casefold()
