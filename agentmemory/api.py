@@ -41,19 +41,24 @@ from .serializers import (
     OperationBatchSerializer,
 )
 from .store import MemoryUnavailable
+from .throttling import FailOpenThrottle
 
 logger = logging.getLogger(__name__)
 
 
-class MemoryWriteThrottle(UserRateThrottle):
-    """The `memory_writes` budget, spent only by requests that change memory."""
+class MemoryWriteThrottle(FailOpenThrottle, UserRateThrottle):
+    """The `memory_writes` budget, spent only by requests that change memory.
+
+    Kept in the cache; when the cache cannot be reached the change is served
+    uncounted, with a warning (`agentmemory.throttling`).
+    """
 
     scope = "memory_writes"
 
-    def allow_request(self, request, view) -> bool:
+    def count(self, request, view) -> bool:
         if request.method in SAFE_METHODS:
             return True
-        return super().allow_request(request, view)
+        return super().count(request, view)
 
 
 def _error(code: str, detail: str, *, position: int | None = None, status_code: int = 400) -> Response:

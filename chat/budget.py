@@ -21,7 +21,9 @@ they hold across processes; the process's memory otherwise):
 
 A cache that fails (Redis down) must not stop the chat, as the channel layer
 does not: every function here then lets the turn or socket through and logs
-a warning, without content.
+a warning, without content (`agentmemory.throttling.not_counted`, the one
+warning of every limit; the REST throttle extends its `FailOpenThrottle`,
+the base of every throttle of the project).
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework.throttling import ScopedRateThrottle
+
+from agentmemory.throttling import FailOpenThrottle, not_counted
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +97,7 @@ def take(key: str, rate: str | None = None, *, now: float | None = None) -> Deci
         count = cache.incr(current)
         before = cache.get(previous) or 0
     except Exception as exc:
-        logger.warning("turn budget not checked: cache error %s (the turn goes ahead)", type(exc).__name__)
+        not_counted("turn budget", exc, served="the turn goes ahead")
         return ALLOWED
     elapsed = now - window * period
     if before * (1 - elapsed / period) + count <= limit:
@@ -158,7 +162,7 @@ def acquire_turn(user_id) -> Slot | None:
             if cache.add(key, token, timeout=TURN_LEASE_SECONDS):
                 return Slot(key, token)
     except Exception as exc:
-        logger.warning("concurrent turns not checked: cache error %s (the turn goes ahead)", type(exc).__name__)
+        not_counted("concurrent turns", exc, served="the turn goes ahead")
         return UNCHECKED
     return None
 
@@ -199,7 +203,7 @@ def register_socket(user_id, channel_name: str, *, now: float | None = None) -> 
                 del registry[oldest]
             cache.set(key, registry, timeout=SOCKET_REGISTRY_SECONDS)
     except Exception as exc:
-        logger.warning("open sockets not counted: cache error %s", type(exc).__name__)
+        not_counted("open sockets", exc, served="the socket stays open")
         return []
     return evicted
 
@@ -244,14 +248,16 @@ class _locked:
 # --- the REST side ---------------------------------------------------------------------
 
 
-class ChatTurnThrottle(ScopedRateThrottle):
+class ChatTurnThrottle(FailOpenThrottle, ScopedRateThrottle):
     """DRF's scoped throttle on the shared budget: a person's key, or the client address for anonymous callers.
 
     Subclassing ScopedRateThrottle keeps its rate table (`THROTTLE_RATES`)
-    and scope lookup; only where the count lives changes.
+    and scope lookup; only where the count lives changes. `take` serves the
+    turn uncounted when the cache fails, as FailOpenThrottle does for DRF's
+    own count.
     """
 
-    def allow_request(self, request, view) -> bool:
+    def count(self, request, view) -> bool:
         self.scope = getattr(view, self.scope_attr, None) or SCOPE
         self.rate = self.get_rate()
         if self.rate is None:

@@ -1,0 +1,228 @@
+"""Redis down never costs a 500 (issue 30).
+
+Every limit kept in the cache (Redis when REDIS_URL is set) degrades the way
+the chat's turn budget always did: while the cache cannot be reached the
+limit is not counted, a warning without content says so, and the request is
+served. Here the cache and the channel layer point at a port nobody listens
+on (the real Redis keeps running), every rate is 1/min, and every route
+that throttles or counts is called twice: both calls are served, so nothing
+was counted and nothing failed.
+
+`test_every_route_is_called_here_or_named_as_uncounted` keeps the list
+whole: a new route must be called by these tests or named as one that
+counts nothing in the cache.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
+
+from agentmemory import preferences, proposals, store
+from agentmemory.models import MemoryProposal
+from agentmemory.rules import Operation
+from agentmemory.throttling import FailOpenThrottle
+from chat.models import Conversation
+# Built now: building it sets up logging again, which would drop caplog's handler mid-test.
+from config.asgi import application  # noqa: F401,E402
+from tests.chat_helpers import connect, db, fresh_agents, receive_until  # noqa: F401
+from tests.multiprocess.servers import free_port
+
+EVAL_TOKEN = "eval-token-for-redis-down"
+PASSWORD = "pw-alice-123"  # tests/conftest.py's user
+# Memory content the log must never hold.
+FACTS = ["Tends the quince orchard on Sundays", "Keeps bees behind the orchard", "Owns a blue canoe",
+         "Reads sagas at night", "Collects brass keys", "Rows on the lake at dawn"]
+JSON = {"HTTP_ACCEPT": "application/json"}
+
+# Every route, by URL name, that these tests call with the cache unreachable.
+CALLED = {
+    "login",                      # django-axes counts failed sign-ins (in the database, not the cache)
+    "chat:turns",                 # CHAT_TURN_RATE and the concurrent-turn slots
+    "chat:eval-turns",            # CHAT_TURN_RATE by client address
+    "agentmemory:api",            # DELETE: MEMORY_WRITE_RATE
+    "agentmemory:api-operations",
+    "agentmemory:api-settings",   # PUT
+    "agentmemory:api-proposal",   # DELETE
+    "agentmemory:api-proposal-save",
+    "agentmemory:add", "agentmemory:correct", "agentmemory:remove", "agentmemory:erase",
+    "agentmemory:settings", "agentmemory:save-mode",
+    "agentmemory:proposal-save", "agentmemory:proposal-discard",
+    "ws:ws/chat/",                # the socket: open-socket registry, turn rate and slots
+}
+# Routes that count nothing in the cache (reads, probes, static assets).
+UNCOUNTED = {
+    "favicon", "healthz", "readyz", "logout", "schema",
+    "agentmemory:page", "agentmemory:export", "agentmemory:api-export", "agentmemory:api-proposals",
+    "chat:index", "chat:conversations", "chat:conversation", "chat:messages", "chat:api-docs",
+}
+
+
+@pytest.fixture
+def redis_down(settings):
+    """Point the cache and the channel layer at a port where nothing listens."""
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    settings.CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "chat",
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [url]}}}
+    with pytest.raises(Exception):  # really unreachable
+        cache.get("probe")
+    return url
+
+
+@pytest.fixture
+def one_per_minute(monkeypatch):
+    """Every DRF rate at 1/min: a second call served proves the first was not counted."""
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"chat_turns": "1/min", "memory_writes": "1/min"})
+
+
+def outcome(response) -> tuple:
+    """Status and error code only: no body text (it may hold memory content) reaches a failure message."""
+    if not (response.get("Content-Type") or "").startswith("application/json"):
+        return (response.status_code,)
+    body = json.loads(response.content)
+    code = body.get("code") if isinstance(body, dict) else None
+    return (response.status_code, code) if code else (response.status_code,)
+
+
+def assert_warned_without_content(caplog, *limits: str) -> None:
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    for limit in limits:
+        assert any(limit in message and "not counted" in message and "cache error" in message
+                   for message in warnings), f"no 'not counted' warning for {limit}"
+    leaked = [fact for fact in FACTS if fact in caplog.text]
+    assert leaked == [], f"{len(leaked)} memory entries reached the log"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
+        redis_down, one_per_minute, user, settings, caplog):
+    caplog.set_level(logging.WARNING)
+    settings.EVAL_SERVICE_TOKEN = EVAL_TOKEN
+    api = APIClient(raise_request_exception=False)
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    service = APIClient(raise_request_exception=False)
+    service.credentials(HTTP_AUTHORIZATION=f"Bearer {EVAL_TOKEN}")
+    page = Client(raise_request_exception=False)
+
+    # Sign-in (django-axes counts failures in the database): served.
+    for _ in range(2):
+        response = page.post("/accounts/login/", {"username": user.username, "password": PASSWORD})
+        assert outcome(response) == (302,)
+
+    # The chat's turn routes: both turns answer.
+    for _ in range(2):
+        assert outcome(api.post("/api/chat/turns/", {"content": "hello"}, format="json")) == (200,)
+        assert outcome(service.post("/api/eval/turns/", {"content": "hello"}, format="json")) == (200,)
+    assert Conversation.objects.filter(user=user).count() == 2
+
+    # The memory API's writes (MEMORY_WRITE_RATE).
+    for fact in FACTS[:2]:
+        response = api.post("/api/memory/operations/",
+                            {"operations": [{"target": "memory", "action": "add", "content": fact}]}, format="json")
+        assert outcome(response) == (200,)
+    assert store.load_snapshot(user_id=user.pk).memory == tuple(FACTS[:2])
+    for mode in ("ask", "auto"):
+        assert outcome(api.put("/api/memory/settings/", {"save_mode": mode}, format="json")) == (200,)
+    for use_memory in (False, True):
+        assert outcome(api.put("/api/memory/settings/", {"use_memory": use_memory}, format="json")) == (200,)
+    first, second, third, fourth = (
+        proposals.create(user_id=user.pk, operations=[Operation(target="user", action="add", content=fact)])
+        for fact in FACTS[2:6])
+    assert outcome(api.post(f"/api/memory/proposals/{first}/save/", {}, format="json")) == (200,)
+    assert outcome(api.delete(f"/api/memory/proposals/{second}/")) == (204,)
+
+    # The memory page's forms share that budget.
+    assert outcome(page.post(f"/memory/proposals/{third}/save/", {}, **JSON)) == (200,)
+    assert outcome(page.post(f"/memory/proposals/{fourth}/discard/", {}, **JSON)) == (200,)
+    assert not MemoryProposal.objects.filter(user=user).exists()
+    assert store.load_snapshot(user_id=user.pk).user == (FACTS[2], FACTS[4])
+    assert outcome(page.post("/memory/add/", {"target": "memory", "content": "Plays the oboe"}, **JSON)) == (200,)
+    assert outcome(page.post("/memory/correct/", {"target": "memory", "entry": "Plays the oboe",
+                                                  "content": "Plays the bassoon"}, **JSON)) == (200,)
+    assert outcome(page.post("/memory/remove/", {"target": "memory", "entry": "Plays the bassoon"}, **JSON)) == (200,)
+    for value in ("0", "1"):
+        assert outcome(page.post("/memory/settings/", {"use_memory": value}, **JSON)) == (200,)
+    for mode in ("ask", "auto"):
+        assert outcome(page.post("/memory/save-mode/", {"save_mode": mode}, **JSON)) == (200,)
+    assert preferences.load(user_id=user.pk).save_mode == "auto"
+    assert store.load_snapshot(user_id=user.pk).memory == tuple(FACTS[:2])
+
+    # Erasing, from the page and the API.
+    response = page.post("/memory/erase/")
+    assert outcome(response) == (302,) and response["Location"] == "/memory/"
+    assert store.load_snapshot(user_id=user.pk).memory == ()
+    for _ in range(2):
+        assert outcome(api.delete("/api/memory/")) == (204,)
+
+    assert_warned_without_content(caplog, "turn budget", "concurrent turns", "memory_writes")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_redis_down_the_socket_opens_and_chats_uncounted(redis_down, one_per_minute, user, settings, caplog):
+    caplog.set_level(logging.WARNING)
+    settings.CHAT_MAX_SOCKETS_PER_PERSON = 1
+    settings.CHAT_MAX_CONCURRENT_TURNS = 1
+    first = await connect(user)
+    second = await connect(user)  # past the cap, but the registry cannot count: nobody is closed
+    try:
+        for socket, content in ((first, "hello"), (first, f"remember: {FACTS[0]}"), (second, "hello again")):
+            await socket.send_to(text_data=json.dumps({"type": "user_message", "content": content,
+                                                       "conversation_id": None}))
+            last = (await receive_until(socket, "turn_completed"))[-1]
+            assert last["type"] == "turn_completed"
+        assert last["memory"]["status"] == "nothing_to_commit"
+        assert (await db(store.load_snapshot, user_id=user.pk)).memory == (FACTS[0],)
+        assert await first.receive_nothing(timeout=0.1)  # not evicted
+    finally:
+        await first.disconnect()
+        await second.disconnect()
+    assert_warned_without_content(caplog, "open sockets", "turn budget", "concurrent turns")
+
+
+def _route_names(resolver: URLResolver, namespace: str = "") -> set[str]:
+    names = set()
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.namespace == "admin":
+                continue  # the read-only admin: staff only, no throttle
+            inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            names |= _route_names(pattern, inner)
+        elif isinstance(pattern, URLPattern):
+            assert pattern.name, f"an unnamed route: {pattern.pattern}"
+            names.add(f"{namespace}{pattern.name}")
+    return names
+
+
+def test_every_route_is_called_here_or_named_as_uncounted():
+    from chat.routing import websocket_urlpatterns
+
+    routes = _route_names(get_resolver()) | {f"ws:{pattern.pattern}" for pattern in websocket_urlpatterns}
+    assert routes - CALLED - UNCOUNTED == set(), "a new route: call it above with Redis down, or name it UNCOUNTED"
+    assert (CALLED | UNCOUNTED) - routes == set(), "a route named here no longer exists"
+    assert CALLED & UNCOUNTED == set()
+
+
+class _KeyFails(FailOpenThrottle):
+    rate = "1/min"
+
+    def get_cache_key(self, request, view):
+        raise LookupError("not the cache")
+
+
+def test_only_a_cache_error_fails_open(redis_down, rf, caplog):
+    throttle = _KeyFails()
+    with pytest.raises(LookupError):  # a bug of the throttle itself still fails loudly
+        throttle.allow_request(rf.post("/"), None)
+    assert throttle.cache is cache  # the guard is only worn while counting
+    assert not [record for record in caplog.records if "not counted" in record.getMessage()]
