@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 from . import preferences, proposals, services
 from .conf import memory_settings
 from .models import Actor
+from .parsers import TOO_DEEP, BodyTooLarge, BoundedJSONParser, JSONTooDeep, too_large_message
 from .rules import MemoryValidationError, parse_operations
 from .selectors import export_payload, memory_state, proposal_payload, state_payload
 from .serializers import (
@@ -67,11 +68,17 @@ def _error(code: str, detail: str, *, position: int | None = None, status_code: 
 
 class MemoryAPIView(APIView):
     throttle_classes = [MemoryWriteThrottle]
-    parser_classes = [JSONParser]
+    # JSON only, bounded in size and depth: the same parser, and the same
+    # codes, as every other route of a project that makes it its default.
+    parser_classes = [BoundedJSONParser]
 
     def handle_exception(self, exc):
         if isinstance(exc, MemoryValidationError):
             return _error(exc.code, exc.message, position=exc.position)
+        if isinstance(exc, (JSONTooDeep, RecursionError)):
+            return _error(JSONTooDeep.default_code, TOO_DEEP)
+        if isinstance(exc, (BodyTooLarge, RequestDataTooBig)):
+            return _error(BodyTooLarge.default_code, too_large_message())
         if isinstance(exc, ParseError):
             return _error("invalid_json", 'The body is not valid JSON. Send {"operations": [...]}.')
         if isinstance(exc, MemoryUnavailable):

@@ -1,13 +1,14 @@
 """Request bodies the REST API accepts, and how it refuses the rest.
 
-Every DRF route parses JSON with `BoundedJSONParser` (REST_FRAMEWORK's
-DEFAULT_PARSER_CLASSES): at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes and
-MAX_JSON_DEPTH levels of arrays and objects. Python's decoder raises
-RecursionError a thousand levels down, which DRF turned into an HTML 500;
-here it is a 400 with a code. `api_exception_handler` gives parse errors a
-`code` on every route, and turns a RecursionError from a view that keeps
-DRF's own parser into the same 400. `BodyLimit` (config/asgi.py) refuses a
-larger body at the ASGI edge, before Django reads it.
+Every DRF route parses JSON with one parser, `agentmemory.parsers.BoundedJSONParser`
+(the memory routes name it; REST_FRAMEWORK's DEFAULT_PARSER_CLASSES names it
+for the rest): at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes and MAX_JSON_DEPTH
+levels of arrays and objects. Python's decoder raises RecursionError a
+thousand levels down, which DRF turned into an HTML 500; there it is a 400
+with a code. `api_exception_handler` gives parse errors a `code` on every
+route, and turns a RecursionError from a view with another parser into the
+same 400. `BodyLimit` (config/asgi.py) refuses a larger body at the ASGI
+edge, before Django reads it.
 """
 from __future__ import annotations
 
@@ -17,65 +18,18 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ParseError
-from rest_framework.parsers import JSONParser
-from rest_framework.utils import json as drf_json
 
-# The API's bodies nest three levels ({"operations": [{...}]}); this leaves room and no more.
-MAX_JSON_DEPTH = 32
-TOO_DEEP = f"The JSON body nests deeper than {MAX_JSON_DEPTH} levels; send a flatter document."
-
-
-class JSONTooDeep(ParseError):
-    default_detail = TOO_DEEP
-    default_code = "json_too_deep"
-
-
-class BodyTooLarge(ParseError):
-    default_code = "body_too_large"
-
-    def __init__(self) -> None:
-        super().__init__(too_large_message())
-
-
-def too_large_message() -> str:
-    return (f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes "
-            "(DATA_UPLOAD_MAX_MEMORY_SIZE); send less.")
-
-
-class BoundedJSONParser(JSONParser):
-    def parse(self, stream, media_type=None, parser_context=None):
-        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raw = stream.read(limit + 1) if limit is not None else stream.read()
-        if limit is not None and len(raw) > limit:
-            raise BodyTooLarge()
-        try:
-            data = drf_json.loads(raw.decode(encoding),
-                                  parse_constant=drf_json.strict_constant if self.strict else None)
-        except RecursionError:
-            raise JSONTooDeep() from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ParseError(f"JSON parse error - {exc}") from None
-        if too_deep(data):
-            raise JSONTooDeep()
-        return data
-
-
-def too_deep(data, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether arrays and objects nest deeper than `limit` (iterative: no recursion of our own)."""
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+# The parser itself is the memory app's, so the memory routes and every other
+# route parse alike (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES names it).
+from agentmemory.parsers import (  # noqa: F401  (re-exported)
+    MAX_JSON_DEPTH,
+    TOO_DEEP,
+    BodyTooLarge,
+    BoundedJSONParser,
+    JSONTooDeep,
+    too_deep,
+    too_large_message,
+)
 
 
 def api_exception_handler(exc, context):

@@ -270,9 +270,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # JSON bounded in size and depth; parse errors answer 400 with a code (config/parsers.py).
+    # JSON bounded in size and depth, the parser the memory routes use too
+    # (agentmemory/parsers.py); parse errors answer 400 with a code (config/parsers.py).
     "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.BoundedJSONParser",
+        "agentmemory.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

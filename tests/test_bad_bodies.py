@@ -1,6 +1,8 @@
 """Bad bodies on every REST route: deeply nested or oversized JSON is a 400
-with a code, never a 500 (config/parsers.py); the ASGI edge refuses a body
-over DATA_UPLOAD_MAX_MEMORY_SIZE before Django reads it."""
+with a code, never a 500, and the same code on every route, the memory
+routes included: one parser (agentmemory/parsers.py), one handler
+(config/parsers.py); the ASGI edge refuses a body over
+DATA_UPLOAD_MAX_MEMORY_SIZE before Django reads it."""
 import asyncio
 import json
 
@@ -10,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chat.models import Conversation
-from config.parsers import MAX_JSON_DEPTH, too_deep
+from agentmemory.parsers import MAX_JSON_DEPTH, too_deep
 from tests.chat_helpers import db, fresh_agents  # noqa: F401
 
 EVAL_TOKEN = "eval-token-for-bad-bodies"
@@ -20,6 +22,8 @@ JUST_TOO_DEEP = json.dumps({"content": "hi", "x": json.loads("[" * MAX_JSON_DEPT
 ROUTES = [
     ("post", "/api/chat/turns/", "token"),
     ("post", "/api/memory/operations/", "token"),
+    ("put", "/api/memory/settings/", "token"),
+    ("post", "/api/memory/proposals/1/save/", "token"),
     ("post", "/api/eval/turns/", "eval"),
     ("delete", "/api/conversations/", "token"),
     ("delete", "/api/memory/", "token"),
@@ -46,16 +50,25 @@ def test_deeply_nested_json_is_a_400_with_a_code_on_every_route(clients, method,
         return  # the route reads no body: nothing to refuse
     assert response.status_code == 400, response.content[:300]
     assert response["Content-Type"].startswith("application/json")
-    code = response.json()["code"]
-    if body is JUST_TOO_DEEP and path == "/api/memory/operations/":
-        assert code  # parsed by DRF's own parser there; refused by the memory rules, with their code
-    else:
-        assert code == "json_too_deep"
+    assert response.json()["code"] == "json_too_deep"
     assert not Conversation.objects.exists()
 
 
+def test_every_route_with_a_json_body_is_tried_above():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    with_json = {
+        (method, path.replace("{id}", "1"))
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if "application/json" in (operation.get("requestBody") or {}).get("content", {})
+    }
+    assert with_json - {(method, path) for method, path, _ in ROUTES} == set()
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("method, path, who", [route for route in ROUTES if route[0] == "post"])
+@pytest.mark.parametrize("method, path, who", [route for route in ROUTES if route[0] != "delete"])
 def test_malformed_json_gets_a_code_too(clients, method, path, who):
     response = getattr(clients[who], method)(path, "{not json", content_type="application/json")
     assert response.status_code == 400 and response.json()["code"] == "invalid_json"
@@ -63,9 +76,10 @@ def test_malformed_json_gets_a_code_too(clients, method, path, who):
 
 @pytest.mark.django_db
 @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2000)
-def test_an_oversized_body_is_a_400_with_a_code_in_the_parser(clients):
+@pytest.mark.parametrize("method, path, who", [route for route in ROUTES if route[0] != "delete"])
+def test_an_oversized_body_is_a_400_with_a_code_in_the_parser(clients, method, path, who):
     body = json.dumps({"content": "x" * 5000})
-    response = clients["token"].post("/api/chat/turns/", body, content_type="application/json")
+    response = getattr(clients[who], method)(path, body, content_type="application/json")
     assert response.status_code == 400 and response.json()["code"] == "body_too_large"
     assert not Conversation.objects.exists()
 
