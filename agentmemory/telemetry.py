@@ -719,7 +719,7 @@ def setup_telemetry() -> bool:
     """
     global _exporting
     env = os.environ
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if env.get("OTEL_SDK_DISABLED", "false").strip().lower() == "true":
         return False
     if not (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         return False
