@@ -9,7 +9,7 @@ does. Each request takes the next response from a FIFO script:
         server.push(tool_call({"operations": [...]}), text("Done."))
         client = AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
 
-Builders: `text`, `tool_call`, `tool_calls`, `error`, `cut` (text, then the
+Builders: `text`, `pieces` (text in the deltas given), `tool_call`, `tool_calls`, `error`, `cut` (text, then the
 connection closes without the terminating chunk: a real protocol error in
 the client), `endless` (a stream that never ends until the client hangs up;
 `server.hangups` records when) and `dynamic` (a response chosen from the
@@ -72,6 +72,17 @@ def text(
     if finish_reason is not None:
         chunks.append(({}, finish_reason))
     return Response(chunks=tuple(chunks), done=done, delay=delay)
+
+
+def pieces(
+    parts: list[str], *, finish_reason: str | None = "stop", delay: float = 0.0
+) -> Response:
+    """Stream `parts` as they are, one delta each (a token stream split where the test wants)."""
+    chunks = [({"content": part}, None) for part in parts] or [({"content": ""}, None)]
+    chunks[0][0]["role"] = "assistant"
+    if finish_reason is not None:
+        chunks.append(({}, finish_reason))
+    return Response(chunks=tuple(chunks), delay=delay)
 
 
 def tool_call(
@@ -179,6 +190,14 @@ class ScriptedModel:
     def pending(self) -> int:
         """How many scripted responses no request has taken yet."""
         return len(self._script)
+
+    def reset(self) -> None:
+        """Forget the script, the requests and the hang-ups (a server shared by several tests)."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.errors.clear()
+            self.hangups.clear()
 
     def push(self, *responses: Response) -> None:
         """Queue responses; each answers one request, in order."""

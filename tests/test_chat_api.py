@@ -244,6 +244,27 @@ def test_chat_page_escapes_conversation_titles_and_shows_the_demo_notice(user):
     assert "chat/chat.js" in html and finders.find("chat/chat.js") and finders.find("css/site.css")
 
 
+def test_chat_page_loads_the_markdown_renderer_before_the_chat(user):
+    """markdown-it, then DOMPurify, then markdown.js, then chat.js (all `defer`, so in that order)."""
+    client = APIClient()
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    names = ["vendor/markdown-it/markdown-it.min.js", "vendor/dompurify/purify.min.js", "chat/markdown.js",
+             "chat/chat.js"]
+    positions = [html.index(name) for name in names]
+    assert positions == sorted(positions)
+    assert all(finders.find(name) for name in names)
+
+
+def test_the_chat_scripts_never_write_html():
+    """Only DOMPurify's fragments enter the page as markup; our own code builds nodes and sets textContent."""
+    for name in ("chat/chat.js", "chat/markdown.js"):
+        lines = open(finders.find(name), encoding="utf-8").read().splitlines()
+        source = "\n".join(line for line in lines if not line.strip().startswith("//"))  # code, not comments
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in source, f"{name} uses {sink}"
+
+
 def test_login_page_renders():
     response = APIClient().get("/accounts/login/")
     assert response.status_code == 200

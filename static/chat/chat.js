@@ -1,6 +1,9 @@
 // The web chat: one WebSocket for turns, the REST API for history.
 // Messages and memory are untrusted text: everything is written with
-// textContent, never innerHTML.
+// textContent, never innerHTML. An assistant message's body is the one
+// exception: it is Markdown, rendered by markdown.js (markdown-it with raw
+// HTML off, then DOMPurify's allow-list, as a DOM fragment), live as it
+// streams and again when a conversation is reopened.
 //
 // A reply streams into its bubble word by word, but screen readers hear it
 // once: the polite live region #reply-announcer gets the finished text only.
@@ -127,10 +130,42 @@
     return line;
   }
 
+  // --- assistant bodies: Markdown, or plain text if markdown.js did not load ---------
+
+  const markdown = window.ChatMarkdown || null;
+
+  function showAssistant(body, text) {
+    if (markdown) markdown.renderInto(body, text || "");
+    else body.textContent = text || "";
+  }
+
+  // A body being streamed into: set() the text so far, finish() with the final one.
+  function liveBody(body) {
+    if (markdown) return markdown.live(body, scrollDown);
+    return {
+      set: function (value) {
+        body.textContent = value;
+        scrollDown();
+      },
+      text: function () {
+        return body.textContent;
+      },
+      finish: function (value) {
+        if (value !== undefined && value !== null) body.textContent = value;
+      },
+    };
+  }
+
+  function spokenText(body) {
+    return markdown ? markdown.spokenText(body) : body.textContent;
+  }
+
   function addMessage(role, content, memoryStatus) {
     const item = el("li", "message message-" + role);
     item.appendChild(el("span", "message-role", role === "user" ? "You" : "Assistant"));
-    const body = el("div", "message-body", content);
+    const body = el("div", "message-body");
+    if (role === "assistant") showAssistant(body, content);
+    else body.textContent = content;
     item.appendChild(body);
     const notes = el("div", "message-notes");
     item.appendChild(notes);
@@ -176,6 +211,7 @@
         return;
       }
       if (running) {
+        running.live.finish();
         running.notes.appendChild(el("p", "outcome outcome-discarded",
           "The connection dropped before the turn completed; nothing was saved."));
         setRunning(null);
@@ -214,15 +250,14 @@
         const bubble = addMessage("assistant", "");
         bubble.item.classList.add("pending");
         bubble.item.setAttribute("aria-busy", "true");
-        setRunning({ turnId: frame.turn_id, bubble: bubble.item, body: bubble.body, notes: bubble.notes });
+        setRunning({ turnId: frame.turn_id, bubble: bubble.item, body: bubble.body, notes: bubble.notes,
+          live: liveBody(bubble.body) });
         if (isNew) loadConversations();
         break;
       }
       case "delta":
         if (!running || frame.turn_id !== running.turnId) break;
-        if (frame.reset) running.body.textContent = "";
-        running.body.textContent += frame.text;
-        scrollDown();
+        running.live.set((frame.reset ? "" : running.live.text()) + frame.text);
         break;
       case "tool":
         if (!running || frame.turn_id !== running.turnId) break;
@@ -230,7 +265,7 @@
         break;
       case "turn_completed":
         if (!running || frame.turn_id !== running.turnId) break;
-        running.body.textContent = frame.message.content;
+        running.live.finish(frame.message.content);
         running.bubble.classList.remove("pending");
         running.bubble.removeAttribute("aria-busy");
         if (frame.notice) running.notes.appendChild(el("p", "notice", frame.notice));
@@ -240,12 +275,13 @@
         }
         noteCapacity(frame.memory);
         showUsage(frame.memory && frame.memory.usage);
-        announce(finishedText(frame.message.content, frame.memory));
+        announce(finishedText(spokenText(running.body), frame.memory));
         setRunning(null);
         scrollDown();
         break;
       case "turn_failed":
         if (!running || frame.turn_id !== running.turnId) break;
+        running.live.finish(); // what arrived stays, rendered
         running.bubble.classList.remove("pending");
         running.bubble.removeAttribute("aria-busy");
         running.bubble.classList.add("failed");

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.multiprocess import servers as multiprocess_servers
+from tests.scripted_model import ScriptedModel
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -97,9 +98,8 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
-def daphne_server(chromium_path, django_db_setup):
-    """Start one daphne server for the session against the test database."""
+def _serve(extra_env: dict[str, str]):
+    """Start a daphne server against the test database; yield it; stop it."""
     # After django_db_setup the connection's NAME is the test database's.
     database_url = multiprocess_servers.database_url()
     port = multiprocess_servers.free_port()
@@ -117,6 +117,7 @@ def daphne_server(chromium_path, django_db_setup):
         "CHAT_TURN_RATE": "1000/min",
         "MEMORY_WRITE_RATE": "1000/min",
         "PYTHONUNBUFFERED": "1",
+        **extra_env,
     })
     log = tempfile.NamedTemporaryFile(prefix="browser-daphne-", suffix=".log", delete=False)
     log_path = Path(log.name)
@@ -139,6 +140,34 @@ def daphne_server(chromium_path, django_db_setup):
         log_path.unlink(missing_ok=True)
 
 
+@pytest.fixture(scope="session")
+def daphne_server(chromium_path, django_db_setup):
+    """Start one daphne server for the session against the test database (the demo model)."""
+    yield from _serve({})
+
+
+@pytest.fixture(scope="session")
+def scripted_site(chromium_path, django_db_setup):
+    """A second daphne server whose model is a ScriptedModel over real HTTP.
+
+    Yields (server, model): push the model's answers, then chat through
+    `scripted_context`. The model runs in this process (a thread); daphne
+    reaches it as it would a hosted API.
+    """
+    model = ScriptedModel().start()
+    try:
+        for server in _serve({
+            "OPENAI_API_KEY": "scripted",
+            "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_MODEL": "scripted-primary",
+            "OPENAI_MAX_RETRIES": "0",
+            "OPENAI_TIMEOUT": "20",
+        }):
+            yield server, model
+    finally:
+        model.stop()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """Attach the server's log to a failed browser test's report, and only then.
@@ -147,9 +176,12 @@ def pytest_runtest_makereport(item, call):
     tests assert so with their distinctive facts).
     """
     report = yield
-    server = getattr(item, "funcargs", {}).get("daphne_server")
-    if report.failed and isinstance(server, LiveServer) and server.log_path.exists():
-        report.sections.append(("daphne server log", server.log()))
+    funcargs = getattr(item, "funcargs", {})
+    scripted = funcargs.get("scripted_site")
+    for name, server in (("daphne server log", funcargs.get("daphne_server")),
+                         ("scripted daphne server log", scripted[0] if scripted else None)):
+        if report.failed and isinstance(server, LiveServer) and server.log_path.exists():
+            report.sections.append((name, server.log()))
     return report
 
 
@@ -189,6 +221,29 @@ def new_context(browser, live_server_url):
     yield make
     for context in contexts:
         context.close()
+
+
+@pytest.fixture
+def scripted_context(browser, scripted_site, transactional_db):
+    """Like `new_context`, on the scripted model's server (its script starts empty)."""
+    server, model = scripted_site
+    model.reset()
+    contexts = []
+
+    def make(**options):
+        settings_ = {"viewport": {"width": 1200, "height": 820}, **options}
+        context = browser.new_context(base_url=server.url, **settings_)
+        context.set_default_timeout(10_000)
+        context.add_init_script(OBSERVE_SOCKETS)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()
+    errors = list(model.errors)
+    if errors:
+        pytest.fail("the scripted model's script failed: " + "; ".join(errors), pytrace=False)
 
 
 @pytest.fixture
