@@ -16,12 +16,16 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from chat.agents import lifespan_app  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
-from config.parsers import BodyLimit  # noqa: E402
+from config.parsers import BodyLimit, limit_daphne_bodies  # noqa: E402
 from config.socket_auth import SessionAuthStack  # noqa: E402
+
+# Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE are refused before they are read:
+# by daphne's request (which otherwise reads a whole body before calling the
+# application), and by BodyLimit under any other server (config/parsers.py).
+limit_daphne_bodies()
 
 application = ProtocolTypeRouter(
     {
-        # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE are refused before Django reads them.
         "http": BodyLimit(django_asgi_app),
         # Disposes the chat's model clients on servers that speak lifespan;
         # daphne does not, so chat.agents also hooks its reactor shutdown.

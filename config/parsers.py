@@ -7,13 +7,24 @@ levels of arrays and objects. Python's decoder raises RecursionError a
 thousand levels down, which DRF turned into an HTML 500; there it is a 400
 with a code. `api_exception_handler` gives parse errors a `code` on every
 route, and turns a RecursionError from a view with another parser into the
-same 400. `BodyLimit` (config/asgi.py) refuses a larger body at the ASGI
-edge, before Django reads it.
+same 400. A larger body is refused before it is read, twice over:
+
+- `BoundedWebRequest`, daphne's own request (config/asgi.py installs it):
+  daphne reads a whole body, into a temporary file past 100 KB, before it
+  calls the application, so only the server can refuse it unread. A
+  declared Content-Length over the limit is answered as soon as the headers
+  end; a chunked body as soon as its bytes pass the limit.
+- `BodyLimit`, the ASGI edge, for any other server (uvicorn, the tests'
+  ASGI calls) that hands the application a body as it arrives.
+
+Both answer the parser's 400 `body_too_large` and close the connection.
 """
 from __future__ import annotations
 
 import json
+from io import BytesIO
 
+from daphne.http_protocol import WebRequest
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import status
@@ -98,9 +109,89 @@ class _Oversized(Exception):
     pass
 
 
+def _refusal() -> bytes:
+    return json.dumps({"code": BodyTooLarge.default_code, "detail": too_large_message()}).encode()
+
+
 async def _refuse(send) -> None:
-    body = json.dumps({"code": BodyTooLarge.default_code, "detail": too_large_message()}).encode()
+    body = _refusal()
     await send({"type": "http.response.start", "status": 400, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
+
+
+# After refusing, the rest of a body is read and dropped for at most this
+# long, so a client still sending gets the answer rather than a reset.
+LINGER_SECONDS = 2.0
+
+
+class BoundedWebRequest(WebRequest):
+    """daphne's HTTP request, refusing a body over DATA_UPLOAD_MAX_MEMORY_SIZE while it arrives.
+
+    Twisted calls `gotLength` when the headers end and `handleContentChunk`
+    for each piece of body, all before daphne starts the application. A
+    declared length over the limit is refused in `gotLength`, before any of
+    the body is read and before a 100-continue is sent; a chunked body in
+    `handleContentChunk`, once its bytes pass the limit (what was kept is
+    dropped). The refusal is written at once; the rest of the body is
+    discarded until it ends or LINGER_SECONDS pass, then the connection
+    closes, and the application never runs.
+    """
+
+    _body_refused = False
+    _body_received = 0
+    _linger = None
+
+    def gotLength(self, length):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and length is not None and length > limit:
+            self.content = BytesIO()
+            self.requestHeaders.removeHeader(b"expect")  # no "100 Continue" after the refusal
+            self._refuse_body()
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data):
+        if self._body_refused:
+            return
+        self._body_received += len(data)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and self._body_received > limit:
+            self.content.close()  # a chunked body's temporary file goes with it
+            self.content = BytesIO()
+            self._refuse_body()
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command, path, version):
+        if self._body_refused:  # the refused body ended: nothing to run, close now
+            self._close_refused()
+            return
+        super().requestReceived(command, path, version)
+
+    def connectionLost(self, reason):
+        if self._linger is not None and self._linger.active():
+            self._linger.cancel()
+        super().connectionLost(reason)
+
+    def _refuse_body(self) -> None:
+        from twisted.internet import reactor
+
+        self._body_refused = True
+        body = _refusal()
+        self.channel.transport.write(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        self._linger = reactor.callLater(LINGER_SECONDS, self._close_refused)
+
+    def _close_refused(self) -> None:
+        if self.channel is not None:
+            self.channel.loseConnection()
+
+
+def limit_daphne_bodies() -> None:
+    """Make daphne build `BoundedWebRequest`s (its HTTP factory names WebRequest when a connection opens)."""
+    import daphne.http_protocol
+
+    daphne.http_protocol.WebRequest = BoundedWebRequest

@@ -2,7 +2,8 @@
 with a code, never a 500, and the same code on every route, the memory
 routes included: one parser (agentmemory/parsers.py), one handler
 (config/parsers.py); the ASGI edge refuses a body over
-DATA_UPLOAD_MAX_MEMORY_SIZE before Django reads it."""
+DATA_UPLOAD_MAX_MEMORY_SIZE before Django reads it, and daphne's request
+before daphne does (against a live server: tests/multiprocess/test_live_body_limit.py)."""
 import asyncio
 import json
 
@@ -150,3 +151,13 @@ async def test_a_body_under_the_limit_goes_through_the_edge(user):
     payload = json.dumps({"content": "hello"}).encode()
     status, body, _ = await _asgi("/api/chat/turns/", [payload], declared=len(payload), token=token)
     assert status == 200 and body["reply"]
+
+
+def test_daphne_builds_the_bounded_request_once_the_application_is_loaded():
+    """daphne reads a whole body before it calls the application: the refusal must happen in its request."""
+    import daphne.http_protocol
+
+    import config.asgi  # noqa: F401
+    from config.parsers import BoundedWebRequest
+
+    assert daphne.http_protocol.WebRequest is BoundedWebRequest  # tests/multiprocess/test_live_body_limit.py
