@@ -175,8 +175,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # --- Sign-in protection (django-axes) ------------------------------------------
-# AxesStandaloneBackend refuses a locked-out address or username before the
-# password is checked; ModelBackend then signs people in as before.
+# AxesStandaloneBackend refuses a locked-out address before the password is
+# checked; ModelBackend then signs people in as before. The lock falls on the
+# address that sent the wrong passwords, never on the account alone, so no one
+# can lock a person out from elsewhere (config/login_protection.py).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -184,14 +186,19 @@ AUTHENTICATION_BACKENDS = [
 # Reverse proxies in front of daphne whose X-Forwarded-For entry is trusted
 # (config/client_ip.py): 0 = none, use the peer address; 1 = nginx as documented.
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
-AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_address"
-# Failed sign-ins (login page and admin) before the address, or the username,
-# is locked out, and for how long; a success resets the count.
+# The client address, an IPv6 one as its /64 (one subscriber's block).
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.sign_in_source"
+AXES_HANDLER = "config.login_protection.AttackerLockout"
+# Failed sign-ins (login page and admin) from one address for one account
+# before that address is locked out of that account; and from one address in
+# all before it is locked out of every account; for how long. A success
+# resets its own address-and-account count.
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"], "ip_address"]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_ON_SUCCESS = True
-AXES_COOLOFF_MESSAGE = "Too many failed sign-ins from this address or for this account. Try again later."
+AXES_COOLOFF_MESSAGE = "Too many failed sign-ins from this address. Try again later."
 # No row per successful sign-in (who signed in from where is not this app's business).
 AXES_DISABLE_ACCESS_LOG = True
 

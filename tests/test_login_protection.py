@@ -1,9 +1,12 @@
-"""Sign-in protection (django-axes) and the client address (config/client_ip.py).
+"""Sign-in protection (django-axes, config/login_protection.py) and the client address (config/client_ip.py).
 
-Repeated wrong passwords lock out the address and the username, on the
-login page and the admin's, with a clear 429; the address comes only from
-NUM_PROXIES trusted proxies, so a forged X-Forwarded-For neither escapes a
-lock-out nor a throttle.
+Wrong passwords lock out the address that sent them, never the account: 5
+for one account lock that address out of that account, 20 in all lock it out
+of every account, on the login page and the admin's, with a clear 429. The
+person whose account was attacked still signs in from their own address. A
+success clears only its own address-and-account count. The address comes
+only from NUM_PROXIES trusted proxies, so a forged X-Forwarded-For neither
+escapes a lock-out nor a throttle; an IPv6 client counts by its /64.
 """
 import pytest
 from axes.utils import reset
@@ -11,15 +14,19 @@ from django.test import Client, RequestFactory, override_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
-from config.client_ip import client_address
+from config.client_ip import client_address, sign_in_source
 
 pytestmark = pytest.mark.django_db
 
-LIMIT = 5
+LIMIT = 5  # per address and account (LOGIN_FAILURE_LIMIT)
+ADDRESS_LIMIT = 20  # per address (LOGIN_ADDRESS_FAILURE_LIMIT)
+LOGIN_PATHS = ["/accounts/login/", "/admin/login/"]
 
 
 @pytest.fixture(autouse=True)
-def no_attempts():
+def no_attempts(settings):
+    # A fast hasher: these tests count sign-ins, not hashing rounds.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     reset()
     yield
     reset()
@@ -32,37 +39,72 @@ def sign_in(path: str, username: str, password: str, *, address: str = "10.0.0.1
     return Client().post(path, {"username": username, "password": password}, **extra)
 
 
-@pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
-def test_wrong_passwords_lock_out_then_even_the_right_one_is_refused(make_user, path):
+def signed_in(response) -> bool:
+    return response.status_code == 302 and "_auth_user_id" in response.wsgi_request.session
+
+
+@pytest.mark.parametrize("path", LOGIN_PATHS)
+def test_wrong_passwords_lock_out_the_address_then_even_the_right_one_is_refused_there(make_user, path):
     make_user("carol", "right-password-123", is_staff=True)
     answers = [sign_in(path, "carol", f"wrong-{i}").status_code for i in range(LIMIT + 1)]
     assert answers[:LIMIT - 1] == [200] * (LIMIT - 1)  # the form again, with its error
     assert answers[-1] == 429
     locked = sign_in(path, "carol", "right-password-123")
     assert locked.status_code == 429
-    assert b"Too many failed sign-ins" in locked.content
+    assert b"Too many failed sign-ins from this address" in locked.content
     assert "_auth_user_id" not in locked.wsgi_request.session
 
 
-def test_the_username_is_locked_from_another_address_too(make_user):
+@pytest.mark.parametrize("path", LOGIN_PATHS)
+def test_the_person_still_signs_in_from_their_own_address_while_the_attacker_is_locked(make_user, path):
+    """The victim's view: an attacker's wrong passwords, repeated, never keep the person out."""
+    make_user("carol", "right-password-123", is_staff=True)
+    for round_ in range(2):  # the attack goes on after its address is locked
+        for i in range(LIMIT):
+            sign_in(path, "carol", f"wrong-{round_}-{i}", address="203.0.113.66")
+        assert sign_in(path, "carol", "right-password-123", address="203.0.113.66").status_code == 429
+        assert signed_in(sign_in(path, "carol", "right-password-123", address="198.51.100.7"))
+
+
+def test_an_address_locked_out_of_one_account_still_signs_in_to_another(make_user):
+    """A shared address (an office, a NAT): one account's wrong passwords do not lock out the rest."""
     make_user("carol", "right-password-123")
-    for i in range(LIMIT):
-        sign_in("/accounts/login/", "carol", f"wrong-{i}", address="10.0.0.1")
-    assert sign_in("/accounts/login/", "carol", "right-password-123", address="10.9.9.9").status_code == 429
-
-
-def test_the_address_is_locked_for_other_usernames_too(make_user):
     make_user("dave", "right-password-456")
     for i in range(LIMIT):
-        sign_in("/accounts/login/", f"nobody-{i}", "guess", address="10.0.0.2")
+        sign_in("/accounts/login/", "carol", f"wrong-{i}", address="10.0.0.2")
+    assert sign_in("/accounts/login/", "carol", "right-password-123", address="10.0.0.2").status_code == 429
+    assert signed_in(sign_in("/accounts/login/", "dave", "right-password-456", address="10.0.0.2"))
+
+
+def test_the_address_is_locked_for_every_account_after_its_own_limit(make_user):
+    make_user("dave", "right-password-456")
+    for i in range(ADDRESS_LIMIT):
+        assert sign_in("/accounts/login/", f"nobody-{i % 5}", f"guess-{i}", address="10.0.0.2").status_code in (200, 429)
     assert sign_in("/accounts/login/", "dave", "right-password-456", address="10.0.0.2").status_code == 429
-    assert sign_in("/accounts/login/", "dave", "right-password-456", address="10.0.0.3").status_code == 302
+    assert signed_in(sign_in("/accounts/login/", "dave", "right-password-456", address="10.0.0.3"))
+
+
+def test_signing_in_to_your_own_account_does_not_wipe_failures_against_another(make_user):
+    make_user("carol", "right-password-123")
+    make_user("mallory", "mallory-password-1")
+    for i in range(LIMIT - 1):
+        sign_in("/accounts/login/", "carol", f"wrong-{i}", address="10.6.6.6")
+    assert signed_in(sign_in("/accounts/login/", "mallory", "mallory-password-1", address="10.6.6.6"))
+    assert sign_in("/accounts/login/", "carol", "wrong-last", address="10.6.6.6").status_code == 429
+
+
+def test_a_new_ipv6_address_in_the_same_block_does_not_reset_the_count(make_user):
+    make_user("carol", "right-password-123")
+    for i in range(LIMIT):
+        sign_in("/accounts/login/", "carol", f"wrong-{i}", address=f"2001:db8:1:2::{i + 1:x}")
+    assert sign_in("/accounts/login/", "carol", "right-password-123", address="2001:db8:1:2:ffff::9").status_code == 429
+    assert signed_in(sign_in("/accounts/login/", "carol", "right-password-123", address="2001:db8:1:3::1"))
 
 
 def test_a_forged_forwarded_for_does_not_escape_the_lock_out(make_user):
     make_user("erin", "right-password-789")
     for i in range(LIMIT):
-        sign_in("/accounts/login/", f"nobody-{i}", "guess", address="10.0.0.4", forwarded=f"192.0.2.{i}")
+        sign_in("/accounts/login/", "erin", f"guess-{i}", address="10.0.0.4", forwarded=f"192.0.2.{i}")
     assert sign_in("/accounts/login/", "erin", "right-password-789", address="10.0.0.4",
                    forwarded="198.51.100.7").status_code == 429
 
@@ -74,6 +116,13 @@ def test_a_success_before_the_limit_resets_the_count(make_user):
     assert sign_in("/accounts/login/", "frank", "right-password-000").status_code == 302
     for i in range(LIMIT - 1):
         assert sign_in("/accounts/login/", "frank", f"wrong-again-{i}").status_code == 200
+
+
+def test_sign_in_source_counts_an_ipv6_client_by_its_block():
+    factory = RequestFactory()
+    assert sign_in_source(factory.get("/", REMOTE_ADDR="2001:db8:1:2:3:4:5:6")) == "2001:db8:1:2::"
+    assert sign_in_source(factory.get("/", REMOTE_ADDR="::ffff:192.0.2.8")) == "192.0.2.8"
+    assert sign_in_source(factory.get("/", REMOTE_ADDR="192.0.2.8")) == "192.0.2.8"
 
 
 def test_client_address_trusts_exactly_num_proxies():
