@@ -19,7 +19,7 @@ import logging
 
 import pytest
 from django.core.cache import cache
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -66,18 +66,24 @@ UNCOUNTED = {
 
 
 @pytest.fixture
-def redis_down(settings):
+def redis_down():
     """Point the cache and the channel layer at a port where nothing listens."""
     url = f"redis://127.0.0.1:{free_port()}/0"
-    settings.CACHES = {"default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "chat",
-        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
-    }}
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [url]}}}
-    with pytest.raises(Exception):  # really unreachable
-        cache.get("probe")
-    return url
+    with override_settings(
+        CACHES={"default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": "chat",
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }},
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}},
+    ):
+        with pytest.raises(Exception):  # really unreachable
+            cache.get("probe")
+        yield url
+    # Restoring CACHES gave Django's cache handler a new context-local table.
+    # Open the default cache here, in the tests' own context, so later tests
+    # and their async fixtures share one cache object again, as before: one
+    # first opened inside an event loop's task would stay that task's alone.
+    cache.get("probe")
 
 
 @pytest.fixture
