@@ -96,6 +96,7 @@ CODE_MESSAGES = {
     "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
     "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
     "account_closed": "Your account was closed or deactivated during this reply; nothing was saved.",
+    "session_ended": "You were signed out during this reply, so its memory change was not saved.",
     "memory_off": "Memory is off in your settings: this chat did not use or change it.",
     "temporary": "Temporary chat: memory was not used or changed, and this chat is not kept.",
     "switched_off": "Memory was turned off during this reply, so its change was not saved.",

@@ -24,7 +24,7 @@ from asgiref.sync import sync_to_async
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
 
-from . import budget
+from . import budget, credentials
 from .budget import ChatTurnThrottle
 
 from .models import Conversation
@@ -141,7 +141,9 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         description=(
             "Sends a message, waits for the complete answer and commits any memory change the agent "
             "staged, only after the answer is complete. If the request is cancelled or the client "
-            "disconnects first, nothing is committed. `memory.status` is one of committed, "
+            "disconnects first, nothing is committed; nor when the session or token the request came "
+            "with ended while the answer was written (signed out everywhere, password changed, token "
+            "revoked: 403, code session_ended). `memory.status` is one of committed, "
             "nothing_to_commit, unavailable, disabled, discarded, rejected. With `temporary: true` the "
             "turn neither reads nor writes memory and nothing of it is stored (one message, no "
             "conversation)."
@@ -150,7 +152,10 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         responses={
             200: TurnResponseSerializer,
             400: OpenApiResponse(description="Invalid body (empty or too long message)."),
-            403: NOT_SIGNED_IN,
+            403: OpenApiResponse(description=(
+                "Not signed in (send Authorization: Token <key>, or the session cookie with the CSRF token); "
+                "or, with code session_ended, the session or token ended before the answer completed and "
+                "nothing was saved.")),
             404: OpenApiResponse(description="The conversation is not yours or does not exist."),
             429: OpenApiResponse(description="Too many turns; wait and retry."),
             500: TurnFailureSerializer,
@@ -182,6 +187,7 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
                 conversation_id=serializer.validated_data.get("conversation_id"),
                 cancel_event=threading.Event(),
                 temporary=TemporaryChat() if serializer.validated_data.get("temporary") else None,
+                signed_in=credentials.for_request(request),
             )
         except ConversationNotFound as exc:
             raise NotFound(str(exc)) from None

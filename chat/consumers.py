@@ -26,7 +26,9 @@ The socket ends with the session (chat/signals.py): logout, a password
 change, deactivation or deletion sends `session.ended` to the person's group
 and every socket stops its turn and closes with 4401. Before each turn the
 socket also re-reads its session, so a missed message still stops the next
-turn.
+turn, and the turn re-reads it before it commits a memory change
+(`chat.credentials`), so a missed message cannot let a turn that outlived
+its session commit.
 """
 from __future__ import annotations
 
@@ -34,19 +36,17 @@ import asyncio
 import json
 import logging
 import threading
-from importlib import import_module
-from types import SimpleNamespace
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.contrib import auth
-from django.db import InterfaceError, OperationalError
 
 from agentmemory.notify import group_name
 from agentmemory.workers import in_worker
 
 from . import budget
+from .credentials import session_valid
 from .frames import Cancel, FrameError, parse_client_frame
 from .turns import TemporaryChat, TurnError, run_turn
 
@@ -266,9 +266,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _run(self, content: str, conversation_id: int | None, cancel_event: threading.Event,
                    slot: budget.Slot, temporary: TemporaryChat | None = None) -> None:
+        session_key = getattr(self.scope.get("session"), "session_key", None)
         try:
             await run_turn(user=self.user, content=content, conversation_id=conversation_id,
-                           emit=self._send, cancel_event=cancel_event, temporary=temporary)
+                           emit=self._send, cancel_event=cancel_event, temporary=temporary,
+                           signed_in=partial(session_valid, session_key, self.user.pk))
         except TurnError as exc:
             if not hasattr(exc, "failed_frame"):  # failed turns already sent turn_failed
                 await self._send({"type": "error", "code": exc.code, "message": str(exc)})
@@ -309,18 +311,6 @@ async def _signed_in_then_admit(session_key, user_id):
 
 
 def _admit_if_signed_in(session_key, user_id):
-    if not _signed_in(session_key, user_id):
+    if not session_valid(session_key, user_id):  # read afresh; the database down counts as signed in
         return None
     return budget.admit_turn(user_id)
-
-
-def _signed_in(session_key, user_id) -> bool:
-    """Read the session afresh: it still exists, names this person, matches their password, and they are active."""
-    if not session_key:
-        return False
-    try:
-        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-        user = auth.get_user(SimpleNamespace(session=store))  # None for inactive people, Anonymous when stale
-    except (OperationalError, InterfaceError):  # the database is down: the turn fails open and writes nothing
-        return True
-    return bool(user.is_authenticated and user.pk == user_id)

@@ -1,13 +1,21 @@
-"""Sockets end with the session.
+"""Sockets and API tokens end with the session.
 
 Logout, a password change, deactivation and account deletion send
 `session.ended` to the person's group on the channel layer (the group every
 chat socket of theirs joins for `memory_changed`, on any worker), and each
 socket stops its turn and closes with 4401. The channel layer is the fast
 path; the socket also re-reads the session before every turn
-(`ChatConsumer._admit`), and a turn re-checks that the account is
-active before it commits (`chat.turns`), so a lost message cannot keep a
-closed account chatting or writing memory.
+(`ChatConsumer._admit`), and a turn re-reads its credential and checks
+that the account is active before it commits (`chat.credentials`,
+`chat.turns`), so a lost message cannot keep a closed account chatting or
+writing memory.
+
+A password change (which "sign out everywhere", config/account.py, makes
+too) and a deactivation also delete the person's DRF API tokens as the
+change is saved (inside its transaction, when it has one): a password
+change ends every session through Django's session hash, and the tokens,
+which carry no such hash, go with them. Deletion takes the tokens with the
+account.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
+from rest_framework.authtoken.models import Token
 
 from agentmemory.notify import group_name
 
@@ -57,7 +66,14 @@ def on_account_saved(sender, instance, created, update_fields=None, **kwargs) ->
     else:
         return
     user_id = instance.pk
+    revoke_tokens(user_id)
     transaction.on_commit(lambda: close_sockets(user_id, reason))
+
+
+def revoke_tokens(user_id) -> int:
+    """Delete every API token of the person; return how many there were."""
+    deleted, _ = Token.objects.filter(user_id=user_id).delete()
+    return deleted
 
 
 @receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="chat_close_sockets_on_deletion")

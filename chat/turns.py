@@ -27,6 +27,11 @@ way. So the transports stay thin and the invariants are tested once:
   live only in the transport's object and go with it.
 - Memory is off for a person who switched it off (`agentmemory.preferences`):
   the memory turn reads the switch with the memory and offers no tool.
+- A turn commits only while the credential it came with still holds: the
+  transport's `signed_in` check (`chat.credentials`) is read again just
+  before a staged change is committed, and a session or token that ended
+  while the answer was written (sign-out, a password change, a revoked
+  token) fails the turn `session_ended` with nothing saved.
 
 Frames for a live client go through `emit` (turn_started, delta, tool,
 turn_completed, turn_failed); `run_turn` also returns the result or raises
@@ -80,6 +85,9 @@ NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
 __all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "TemporaryChat", "run_turn", "run_eval_turn"]
 
 REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
+SESSION_ENDED = "session_ended"
+SESSION_ENDED_MESSAGE = ("You were signed out before this reply completed (signed out everywhere, password "
+                         "changed or API token revoked); nothing was saved.")
 TURN_TIMEOUT = "turn_timeout"
 TURN_TIMEOUT_MESSAGE = "The answer took too long and was stopped; nothing was saved to memory."
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -191,11 +199,15 @@ async def run_turn(
     emit: Emit | None = None,
     cancel_event: threading.Event | None = None,
     temporary: TemporaryChat | None = None,
+    signed_in: Callable[[], bool] | None = None,
 ) -> TurnResult:
     """Run one turn for an authenticated person; return the answer and memory outcome.
 
     With `temporary`, the turn continues that temporary chat: no memory, no
-    conversation log (`conversation_id` must be None).
+    conversation log (`conversation_id` must be None). `signed_in` re-reads
+    the credential the turn came with (`chat.credentials`, run in a worker
+    thread) just before a staged change is committed; False fails the turn
+    `session_ended` and commits nothing.
     Raise ConversationNotFound for a conversation that is not theirs,
     TurnFailed when no answer was produced (nothing was committed), and
     re-raise CancelledError after discarding what was staged.
@@ -211,6 +223,7 @@ async def run_turn(
         emit=_quiet(emit),
         cancel_event=cancel_event or threading.Event(),
         temporary=temporary,
+        signed_in=signed_in,
     )
     return await turn.run(conversation_id)
 
@@ -265,6 +278,7 @@ class _Turn:
     prepared: _Prepared | None = None
     tool_events: list[ToolEvent] = field(default_factory=list)
     temporary: TemporaryChat | None = None
+    signed_in: Callable[[], bool] | None = None
 
     @property
     def temporary_id(self) -> str | None:
@@ -351,11 +365,14 @@ class _Turn:
             self.tool_events = list(attempt.tool_events)
             if self.cancel_event.is_set():
                 raise _Cancelled()
+            if self.memory.staged and self.signed_in is not None and not await in_worker(self.signed_in):
+                raise TurnFailed(SESSION_ENDED, SESSION_ENDED_MESSAGE,
+                                 memory=await self.memory.discard(reason=SESSION_ENDED))
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
                 raise _Cancelled()
             if outcome.code == "account_closed":  # checked under the commit's lock
-                raise TurnFailed("session_ended", "Your account was deactivated or deleted before this reply "
+                raise TurnFailed(SESSION_ENDED, "Your account was deactivated or deleted before this reply "
                                  "completed; nothing was saved.", memory=outcome)
         except asyncio.CancelledError:
             if attempt is not None and self.memory.outcome is not None and self.memory.outcome.code != "cancelled":

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from config import favicon, health
+from config import account, favicon, health
 
 urlpatterns = [
     path("favicon.ico", favicon.favicon, name="favicon"),
@@ -12,6 +12,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", account.account_page, name="account"),
+    path("accounts/token/revoke/", account.revoke_token, name="account-revoke-token"),
+    path("accounts/sign-out-everywhere/", account.sign_out_everywhere, name="account-sign-out-everywhere"),
+    path("api/account/token/", account.TokenView.as_view(), name="api-account-token"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("", include("agentmemory.urls")),
     path("", include("chat.urls")),

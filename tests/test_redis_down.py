@@ -62,6 +62,8 @@ UNCOUNTED = {
     "favicon", "healthz", "readyz", "logout", "schema",
     "agentmemory:page", "agentmemory:export", "agentmemory:api-export", "agentmemory:api-proposals",
     "chat:index", "chat:conversations", "chat:conversation", "chat:messages", "chat:api-docs",
+    # The account page and its token API: sign out everywhere counts wrong passwords in the database (django-axes).
+    "account", "account-revoke-token", "account-sign-out-everywhere", "api-account-token",
 }
 
 

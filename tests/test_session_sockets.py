@@ -1,19 +1,23 @@
-"""Sockets end with the session: logout, password change, deactivation and
-deletion close the person's open sockets (chat/signals.py over the channel
-layer), the socket re-reads its session before each turn, and a turn
-re-checks that the account is active before it commits."""
+"""Sockets end with the session: logout, password change, "sign out
+everywhere", deactivation and deletion close the person's open sockets
+(chat/signals.py over the channel layer), the socket re-reads its session
+before each turn, and a turn re-reads it and checks that the account is
+active before it commits (so a lost message still commits nothing)."""
 import json
 
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.db import connection
 from django.test import Client, override_settings
 
 from agentmemory.models import MemoryDocument, Outcome
 from chat.consumers import CLOSE_UNAUTHENTICATED
 from chat.models import Conversation
+from chat.turns import TurnFailed, run_turn
 from tests.chat_helpers import connect, db, events_of, fresh_agents, receive_until  # noqa: F401
+from tests.scripted_model import dynamic, scripted_model, text, tool_call  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,9 +50,16 @@ def deactivate(user) -> None:
     user.save()
 
 
+def sign_out_everywhere(user) -> None:
+    client = Client()
+    client.force_login(user)
+    assert client.post("/accounts/sign-out-everywhere/", {"password": "pw-alice-123"}).status_code == 302
+
+
 # Signals run in a sync_to_async thread, as in a real request, so the in-memory layer's loop is the test's.
-@pytest.mark.parametrize("action", [logout_elsewhere, change_password, deactivate, lambda user: user.delete()],
-                         ids=["logout", "password_change", "deactivation", "deletion"])
+@pytest.mark.parametrize("action", [logout_elsewhere, change_password, sign_out_everywhere, deactivate,
+                                    lambda user: user.delete()],
+                         ids=["logout", "password_change", "sign_out_everywhere", "deactivation", "deletion"])
 async def test_session_end_closes_every_socket_of_the_person_and_no_other(user, other_user, action):
     mine = [await connect(user), await connect(user)]
     theirs = await connect(other_user)
@@ -121,5 +132,41 @@ async def test_a_turn_rechecks_the_account_before_it_commits(user):
     assert failed["code"] == "session_ended"
     assert failed["memory"]["status"] == "discarded"
     assert await db(MemoryDocument.objects.filter(user=user).count) == 0
-    assert [event.error_code for event in await events_of(user, Outcome.DISCARDED)] == ["account_closed"]
+    # The turn's re-read of its session sees the account closed first (the commit's lock would too).
+    assert [event.error_code for event in await events_of(user, Outcome.DISCARDED)] == ["session_ended"]
+    await socket.disconnect()
+
+
+async def test_without_a_credential_check_the_commit_still_refuses_a_closed_account(user, scripted_model):
+    """The commit's lock reads whether the account is active: a turn run without a transport's check."""
+
+    def deactivate_then_answer(body):
+        try:
+            get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+        finally:
+            connection.close()
+        return text("Saved.")
+
+    scripted_model.push(tool_call({"operations": [{"target": "memory", "action": "add", "content": FACT}]}),
+                        dynamic(deactivate_then_answer))
+    with pytest.raises(TurnFailed) as failure:
+        await run_turn(user=user, content="the deploy key rotates monthly")
+    assert failure.value.code == "session_ended"
+    assert failure.value.memory.code == "account_closed"
+    assert await db(MemoryDocument.objects.filter(user=user).count) == 0
+
+
+async def test_a_turn_rechecks_its_session_before_it_commits(user, monkeypatch):
+    """The password changed while the answer streams and the channel layer lost the message."""
+    monkeypatch.setattr("chat.signals.close_sockets", lambda user_id, reason: False)
+    socket = await connect(user)
+    with override_settings(DEMO_MODEL_DELAY_MS=100):
+        await _send(socket, f"remember: {FACT}")
+        await receive_until(socket, "tool")
+        await database_sync_to_async(change_password)(user)
+        failed = (await receive_until(socket, "turn_failed"))[-1]
+    assert failed["code"] == "session_ended"
+    assert failed["memory"]["status"] == "discarded"
+    assert await db(MemoryDocument.objects.filter(user=user).count) == 0
+    assert [event.error_code for event in await events_of(user, Outcome.DISCARDED)] == ["session_ended"]
     await socket.disconnect()
