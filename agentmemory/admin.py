@@ -12,6 +12,14 @@ staff member) and recorded in the admin log under the staff member's name.
 Events are metadata only and read-only; they read in plain words
 (`agentmemory.words`), and their error code appears only on an event's own
 page, for whoever debugs it.
+
+Reads are audited. Each page that shows staff a person's content (a memory
+document, a proposal, a conversation in chat/admin.py) and each search over
+content writes an event for that person before the page is sent
+(`AuditedReads`, `record_content_read`): actor staff, outcome "viewed", the
+staff member's name and what kind of thing was read, never the text or the
+search term. The person reads "Support staff viewed your memory" in History;
+admins see the events here.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ from django.utils.html import format_html, format_html_join
 
 from . import provenance, services, words
 from .conf import memory_settings
-from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal
+from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal, Outcome, Viewed
 from .rules import SEPARATOR, parse_document
 from .selectors import NEAR_FULL_PERCENT
 
@@ -36,6 +44,34 @@ ERASE_PERMISSION = "agentmemory.erase_memory"
 
 def can_view_content(request) -> bool:
     return request.user.has_perm(CONTENT_PERMISSION)
+
+
+def record_content_read(request, user_ids, viewed: str, *, targets=None) -> None:
+    """Record that the signed-in staff member saw these people's content (`Viewed` kind; content-free)."""
+    services.record_staff_views(user_ids=user_ids, staff=request.user, viewed=viewed, targets=targets)
+
+
+class AuditedReads:
+    """A read-only change page that shows a person's content records the read.
+
+    Only staff holding the content permission get the content; for them each
+    view of the page writes the person's "viewed" event (`content_read`, the
+    kind; `read_targets`, the document) before the response is rendered and
+    sent. If the event cannot be written, the page fails and shows nothing.
+    """
+
+    content_read = ""
+
+    def read_targets(self, obj) -> dict:
+        return {}
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        shown = getattr(response, "context_data", None) or {}
+        original = shown.get("original")
+        if original is not None and response.status_code == 200 and can_view_content(request):
+            record_content_read(request, [original.user_id], self.content_read, targets=self.read_targets(original))
+        return response
 
 
 def log_deletions_by_id(request, objects):
@@ -90,7 +126,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryDocument)
-class MemoryDocumentAdmin(ReadOnlyAdmin):
+class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
+    content_read = Viewed.MEMORY
     list_display = ("user", "memory_type", "characters", "usage_percent", "entry_count", "schema_version",
                     "updated_at")
     list_display_links = ("user", "memory_type")
@@ -136,6 +173,9 @@ class MemoryDocumentAdmin(ReadOnlyAdmin):
         if lookup.split("__", 1)[0] == "content":
             return False
         return super().lookup_allowed(lookup, value, request)
+
+    def read_targets(self, obj) -> dict:
+        return {obj.memory_type: 1}
 
     def has_erase_permission(self, request):
         return request.user.has_perm(ERASE_PERMISSION)
@@ -237,6 +277,8 @@ class MemoryEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description="changes")
     def changes(self, obj):
+        if obj.outcome == Outcome.VIEWED:
+            return words.staff_view(obj.viewed, obj.targets, for_owner=False)
         return words.event_changes(obj.outcome, obj.actions, obj.targets).replace("your ", "the ") or "—"
 
     @admin.display(description="reason")
@@ -245,8 +287,10 @@ class MemoryEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(MemoryProposal)
-class MemoryProposalAdmin(ReadOnlyAdmin):
+class MemoryProposalAdmin(AuditedReads, ReadOnlyAdmin):
     """Pending "ask before saving" proposals: metadata for all staff, the text only with the content permission."""
+
+    content_read = Viewed.PROPOSAL
 
     list_display = ("user", "operation_count", "conversation_id", "created_at", "expires_at")
     search_fields = ("user__username",)

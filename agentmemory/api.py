@@ -6,7 +6,8 @@ body of the model's `memory_update` tool, parsed by the same strict
 `rules.parse_operations`, and commit through `services` with the person as
 the actor. Like the page, the API works whatever the rollout flag says (see
 `views`). Error bodies are `{"code", "position", "detail"}` and never carry
-memory content.
+memory content. A write for an account deleted while the request ran
+answers 410 `account_closed` (`MemoryAPIView.handle_exception`).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .serializers import (
     ProposalSerializer,
     OperationBatchSerializer,
 )
-from .store import MemoryUnavailable
+from .store import MemoryUnavailable, UnknownUser
 from .throttling import FailOpenThrottle
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ class MemoryAPIView(APIView):
             return _error(BodyTooLarge.default_code, too_large_message())
         if isinstance(exc, ParseError):
             return _error("invalid_json", 'The body is not valid JSON. Send {"operations": [...]}.')
+        if isinstance(exc, UnknownUser):
+            # Signed in when the request began, deleted before its write took the lock.
+            return _error("account_closed", "This account no longer exists (it was deleted or is being deleted); "
+                          "nothing was changed.", status_code=status.HTTP_410_GONE)
         if isinstance(exc, MemoryUnavailable):
             return _error("unavailable", "Memory could not be read right now. Try again in a minute.",
                           status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -194,6 +199,10 @@ NOT_SIGNED_IN_RESPONSE = OpenApiResponse(
 THROTTLED_RESPONSE = OpenApiResponse(
     MemoryErrorSerializer, description="Too many memory changes (MEMORY_WRITE_RATE); wait and retry.",
 )
+ACCOUNT_GONE_RESPONSE = OpenApiResponse(
+    MemoryErrorSerializer, description="account_closed: the account was deleted while the request ran; "
+                                       "nothing was changed.",
+)
 
 
 # --- views -------------------------------------------------------------------
@@ -222,7 +231,7 @@ class MemoryView(MemoryAPIView):
                     "Copies in database backups remain until their retention expires.",
         request=None,
         responses={204: OpenApiResponse(description="Both documents are empty now."), 403: NOT_SIGNED_IN_RESPONSE,
-                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+                   410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
     )
     def delete(self, request):
         services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
@@ -242,7 +251,7 @@ class MemoryOperationsView(MemoryAPIView):
                     "are refused.",
         request=OperationBatchSerializer,
         responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+                   410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=[*BATCH_EXAMPLES, COMMIT_EXAMPLE, *ERROR_EXAMPLES],
     )
     def post(self, request):
@@ -311,7 +320,7 @@ class MemorySettingsView(MemoryAPIView):
                     "Each change is recorded (without content) in your history.",
         request=MemorySettingsSerializer,
         responses={200: MemorySettingsSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+                   410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=SETTINGS_EXAMPLES,
     )
     def put(self, request):
@@ -389,7 +398,7 @@ class ProposalDetailView(ProposalAPIView):
         description="Nothing of it is saved; your history records that you discarded it (without content).",
         request=None,
         responses={204: OpenApiResponse(description="Discarded."), 403: NOT_SIGNED_IN_RESPONSE,
-                   404: PROPOSAL_GONE, 429: THROTTLED_RESPONSE},
+                   404: PROPOSAL_GONE, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE},
     )
     def delete(self, request, pk: str):
         services.discard_proposal(user_id=request.user.pk, proposal_id=_proposal_id(pk))
@@ -407,7 +416,7 @@ class ProposalSaveView(ProposalAPIView):
                     "for you to discard. edits replace the text of added facts, by position.",
         request=ProposalSaveSerializer,
         responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   404: PROPOSAL_GONE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+                   404: PROPOSAL_GONE, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
     )
     def post(self, request, pk: str):
         proposal_id = _proposal_id(pk)

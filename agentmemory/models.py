@@ -76,6 +76,17 @@ class Outcome(models.TextChoices):
     PROPOSED = "proposed", "Proposed"
     ASK_FIRST = "ask_first", "Ask before saving"
     AUTO_SAVE = "auto_save", "Save automatically"
+    # Staff holding the content permission saw the person's content in the admin.
+    VIEWED = "viewed", "Viewed by staff"
+
+
+class Viewed(models.TextChoices):
+    """What a staff member's read showed (`MemoryEvent.viewed`, outcome "viewed"): a kind, never the text."""
+
+    MEMORY = "memory", "Memory document"
+    PROPOSAL = "proposal", "Memory proposal"
+    CONVERSATION = "conversation", "Conversation"
+    SEARCH = "search", "Search of conversations"
 
 
 class SaveMode(models.TextChoices):
@@ -111,7 +122,11 @@ class MemoryPreference(models.Model):
 
 
 class MemoryEvent(models.Model):
-    """What happened to a person's memory, never what it said."""
+    """What happened to a person's memory, never what it said.
+
+    Also each time staff read the person's content in the admin (outcome
+    "viewed"): who, and what kind of thing (`viewed`), never what it said.
+    """
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events"
@@ -133,6 +148,9 @@ class MemoryEvent(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
     )
     staff_username = models.CharField(max_length=150, blank=True, default="", db_default="")
+    # For outcome "viewed": what kind of thing the staff member read (`Viewed`);
+    # `targets` then names the document. Empty for every other event.
+    viewed = models.CharField(max_length=16, choices=Viewed.choices, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -188,8 +188,14 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
 
 
 def discard(*, user_id, proposal_id) -> None:
-    """Drop one pending proposal (recorded without content); raise ProposalGone if there is none."""
+    """Drop one pending proposal (recorded without content); raise ProposalGone if there is none.
+
+    Takes the person's lock first, as `save` does: a discard queues with an
+    account deletion and then raises store.UnknownUser, never writing an
+    event for an account on its way out.
+    """
     with transaction.atomic():
+        lock_person(user_id=user_id)
         row = MemoryProposal.objects.select_for_update().filter(pk=proposal_id, user_id=user_id).first()
         if row is None:
             raise ProposalGone("No pending proposal of yours has this id.")

@@ -236,7 +236,7 @@ def recent_events(*, user_id, page: int = 1, per_page: int = HISTORY_LENGTH) -> 
             created_at=event.created_at,
             actor=words.actor_name(event.actor),
             outcome=words.outcome_name(event.outcome),
-            changes=words.event_changes(event.outcome, event.actions, event.targets),
+            changes=words.event_changes(event.outcome, event.actions, event.targets, event.viewed),
             user_characters=event.user_characters,
             memory_characters=event.memory_characters,
             reason=words.event_reason(event.outcome, event.error_code),

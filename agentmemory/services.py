@@ -10,6 +10,9 @@ replace or remove to that exact entry (the rule the agent's commit follows:
 a whole-entry match selects that entry even inside longer ones, and a pinned
 entry that changed meanwhile is a conflict). A precondition checked under
 the lock turns that conflict into the page's own words.
+
+Staff reads of a person's content in the admin are recorded here too
+(`record_staff_views`): an event in the person's History, never the text.
 """
 from __future__ import annotations
 
@@ -113,6 +116,23 @@ def discard_proposal(*, user_id, proposal_id) -> None:
     """Drop one pending proposal of the person; their open pages refresh (usage only on the wire)."""
     proposals.discard(user_id=user_id, proposal_id=proposal_id)
     broadcast_memory_changed_sync(user_id, load_snapshot(user_id=user_id), memory_settings().limits)
+
+
+def record_staff_views(*, user_ids, staff, viewed: str, targets=None) -> int:
+    """Record that `staff` saw these people's content in the admin; return how many people.
+
+    One event per person (actor staff, outcome "viewed", `viewed` the kind
+    of thing, `targets` the document), naming the staff member as erase
+    does; no text, no search term. The admin calls it before it sends the
+    page, so a read that cannot be recorded is not shown.
+    """
+    people = sorted({user_id for user_id in user_ids if user_id is not None})
+    MemoryEvent.objects.bulk_create([
+        MemoryEvent(user_id=user_id, actor=Actor.STAFF, outcome=Outcome.VIEWED, viewed=viewed,
+                    targets=dict(targets or {}), staff=staff, staff_username=staff.get_username())
+        for user_id in people
+    ])
+    return len(people)
 
 
 def _name_staff(*, user_id, actor: str, staff) -> None:

@@ -514,7 +514,8 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
 # until this list and `_event_params` follow it.
 _EVENT_COLUMNS = (
     "user", "actor", "outcome", "operation_count", "targets", "actions", "user_characters",
-    "memory_characters", "retry_count", "duration_ms", "error_code", "staff", "staff_username", "created_at",
+    "memory_characters", "retry_count", "duration_ms", "error_code", "staff", "staff_username", "viewed",
+    "created_at",
 )
 
 
@@ -914,7 +915,7 @@ def _event_params(sql: _Statements, *, owner, actor, outcome, summary, snapshot,
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),
         document_length(snapshot.user) if snapshot else None,
         document_length(snapshot.memory) if snapshot else None,
-        retry_count, _elapsed_ms(started), error_code, None, "", now,
+        retry_count, _elapsed_ms(started), error_code, None, "", "", now,
     ]
 
 

@@ -22,6 +22,7 @@ import logging
 from functools import wraps
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
@@ -40,7 +41,7 @@ from .models import Actor
 from .rules import TARGETS, MemoryValidationError, normalize_text
 from .selectors import export_payload, memory_state, page_number, recent_events, source_links
 from .serializers import ExportSerializer
-from .store import MemoryUnavailable
+from .store import MemoryUnavailable, UnknownUser
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,27 @@ NOT_SAVED = "The change could not be saved because the database did not answer. 
 # the sentence, where it belongs and the person's own draft, popped on the next
 # view of the page. It lives in the person's server-side session only.
 FLASH_KEY = "agentmemory.page_flash"
+
+
+def answers_account_gone(view):
+    """A write for a person whose account was deleted meanwhile answers 410 with a plain sentence.
+
+    The request was signed in when it began; the account went before the
+    write took the person's lock (`store.UnknownUser`), so nothing was
+    written. The session belongs to no account any more: it ends here.
+    """
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except UnknownUser:
+            logger.info("memory page write for an account that no longer exists")
+            logout(request)
+            if wants_json(request):
+                return JsonResponse({"ok": False, "message": words.ACCOUNT_GONE}, status=410)
+            return render(request, "agentmemory/account_gone.html", {"message": words.ACCOUNT_GONE}, status=410)
+
+    return wrapper
 
 
 def form_post(view):
@@ -67,7 +89,7 @@ def form_post(view):
             return HttpResponseNotAllowed(["POST"])
         return view(request, *args, **kwargs)
 
-    return login_required(wrapper)
+    return login_required(answers_account_gone(wrapper))
 
 
 def wants_json(request: HttpRequest) -> bool:
@@ -273,6 +295,7 @@ SWITCH_OFF = ("Memory is off: your chats neither read nor change your memory. "
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
+@answers_account_gone
 def erase(request: HttpRequest) -> HttpResponse:
     """GET asks for confirmation; POST erases both documents."""
     if request.method != "POST":

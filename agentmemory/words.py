@@ -44,6 +44,7 @@ OUTCOMES = {
     "ask_first": "Setting changed",
     "auto_save": "Setting changed",
     "proposed": "Proposed",
+    "viewed": "Viewed",
 }
 
 # The switch's events: what changed, in History.
@@ -52,6 +53,21 @@ _SWITCH_CHANGES = {
     "memory_off": "Turned off “Use memory in chats”: chats neither use nor change memory",
     "ask_first": "Chose “Ask me before saving”: the assistant proposes changes for you to save",
     "auto_save": "Chose “Save automatically”: the assistant saves changes when its reply completes",
+}
+
+# A staff member's read in the admin (outcome "viewed"), by what it showed
+# (`MemoryEvent.viewed`): as the person reads it in History, and as the admin lists it.
+_VIEWED = {
+    "memory": "Support staff viewed your memory",
+    "proposal": "Support staff viewed a change the assistant proposed to your memory",
+    "conversation": "Support staff viewed one of your conversations",
+    "search": "Support staff searched conversations, and yours were among the results",
+}
+_VIEWED_FOR_STAFF = {
+    "memory": "Viewed the memory",
+    "proposal": "Viewed a proposed change",
+    "conversation": "Viewed a conversation",
+    "search": "Searched conversations; this person's were among the results",
 }
 
 # Past tense when it happened, infinitive when it did not; and the preposition.
@@ -207,6 +223,9 @@ PROPOSAL_ACTIONS = {
     ("remove", "user"): "Remove from your profile",
     ("remove", "memory"): "Remove from your notes",
 }
+# A write whose person no longer exists: the account was deleted while the request ran.
+ACCOUNT_GONE = "Nothing was saved: your account was deleted or is being deleted."
+
 PROPOSAL_STALE = ("Your memory changed since this was proposed, so it no longer applies. Nothing was saved; "
                   "you can discard it.")
 PROPOSAL_GONE = "This proposed change is no longer waiting: it was saved, discarded or has expired."
@@ -254,8 +273,10 @@ def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, 
     return phrase
 
 
-def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str, int]) -> str:
-    """Return what an event changed (or tried to), as one phrase."""
+def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str, int], viewed: str = "") -> str:
+    """Return what an event changed (or tried to), as one phrase; for a staff read, what they viewed."""
+    if outcome == "viewed":
+        return staff_view(viewed, targets)
     if outcome == "erased":
         return "Erased everything in your profile and your notes"
     if outcome in _SWITCH_CHANGES:
@@ -265,9 +286,23 @@ def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str
     return describe_changes(actions, targets, done=outcome == "committed")
 
 
+def staff_view(viewed: str, targets: Mapping[str, int], *, for_owner: bool = True) -> str:
+    """Return what a staff member's read showed, e.g. "Support staff viewed your memory (your profile)".
+
+    `for_owner` false: the admin's wording ("Viewed the memory (the profile)").
+    """
+    phrases = _VIEWED if for_owner else _VIEWED_FOR_STAFF
+    phrase = phrases.get(viewed, phrases["memory"])
+    where = [document_name(target) for target in ("user", "memory") if targets.get(target)]
+    if viewed == "memory" and where:
+        where_text = " and ".join(where)
+        phrase = f"{phrase} ({where_text if for_owner else where_text.replace('your ', 'the ')})"
+    return phrase
+
+
 def event_reason(outcome: str, error_code: str) -> str:
-    """Return why an event did not save, as a sentence; "" when it saved."""
-    if outcome in ("committed", "erased", *_SWITCH_CHANGES):
+    """Return why an event did not save, as a sentence; "" when it saved (or was a staff read)."""
+    if outcome in ("committed", "erased", "viewed", *_SWITCH_CHANGES):
         return ""
     if outcome == "proposed":
         return "Saved only if you choose Save (your memory page lists what waits)."

@@ -8,13 +8,18 @@ conversations exist, when they changed and how many messages they hold, and
 each message's role, memory outcome and time; the text and the title are not
 selected from the database, not listed, not searchable and not filterable
 (a `title__contains` filter would let them probe it). Staff with it also see
-the text, escaped, and may search titles and messages. Nothing here adds or
-changes a conversation.
+the text, escaped, on a conversation's own page, and may search titles and
+messages. Lists show no titles to anyone, so content appears only where its
+read is recorded: opening a conversation, and each search over titles and
+messages, writes a content-free event for each person whose conversation it
+shows (agentmemory/admin.py, `AuditedReads`), never the search term. Nothing
+here adds or changes a conversation.
 """
 from django.contrib import admin
 from django.db.models import Count
 
-from agentmemory.admin import can_view_content, log_deletions_by_id
+from agentmemory.admin import AuditedReads, can_view_content, log_deletions_by_id, record_content_read
+from agentmemory.models import Viewed
 
 from .models import Conversation, Message
 
@@ -46,7 +51,8 @@ class MessageInline(admin.TabularInline):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(AuditedReads, admin.ModelAdmin):
+    content_read = Viewed.CONVERSATION
     list_filter = ["updated_at"]
     list_select_related = ["user"]
     search_help_text = "Search by username (staff who may read conversations also search titles and messages)."
@@ -59,9 +65,18 @@ class ConversationAdmin(admin.ModelAdmin):
         return queryset
 
     def get_list_display(self, request):
-        if can_view_content(request):
-            return ["id", "user", "title", "message_count", "updated_at"]
+        # No titles in lists, even with the permission: a title is content,
+        # shown only on the conversation's own (audited) page.
         return ["id", "user", "message_count", "created_at", "updated_at"]
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is not None and changelist.query and can_view_content(request):
+            # A search over titles and messages: which conversations match says
+            # something of their text. Recorded for each person listed.
+            record_content_read(request, [c.user_id for c in changelist.result_list], Viewed.SEARCH)
+        return response
 
     def get_search_fields(self, request):
         if can_view_content(request):

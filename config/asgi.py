@@ -15,6 +15,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.agents import lifespan_app  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from config.access_log import drop_query_strings  # noqa: E402
 from config.origins import ExactOriginValidator  # noqa: E402
 from config.parsers import BodyLimit, limit_daphne_bodies  # noqa: E402
 from config.socket_auth import SessionAuthStack  # noqa: E402
@@ -23,6 +24,9 @@ from config.socket_auth import SessionAuthStack  # noqa: E402
 # by daphne's request (which otherwise reads a whole body before calling the
 # application), and by BodyLimit under any other server (config/parsers.py).
 limit_daphne_bodies()
+# daphne's access log keeps paths, not query strings: a search term (the
+# admin's `?q=` over conversations) is words of people's messages (config/access_log.py).
+drop_query_strings()
 
 application = ProtocolTypeRouter(
     {
