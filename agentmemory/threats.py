@@ -18,6 +18,7 @@ in the entry's length.
 from __future__ import annotations
 
 import binascii
+import html
 import math
 import re
 import unicodedata
@@ -88,15 +89,22 @@ def scan_entry(text: str) -> ThreatFinding | None:
     compatible = unicodedata.normalize("NFKC", text)
     if _has_invisible(compatible):
         return ThreatFinding(INVISIBLE_UNICODE)
-    for pattern in _SECRET_SHAPES:
-        if pattern.search(compatible):
-            return ThreatFinding(SECRET)
+    # The text as written, and — when it holds markup — as a reader sees it
+    # rendered: `**ignore** previous` reads `ignore previous` to the model
+    # too. The stored text stays as written; only this view is folded.
+    rendered = _rendered(compatible)
+    views = (compatible,) if rendered is None else (compatible, rendered)
+    for view in views:
+        for pattern in _SECRET_SHAPES:
+            if pattern.search(view):
+                return ThreatFinding(SECRET)
     if _has_hidden_markup(compatible):
         return ThreatFinding(HIDDEN_CONTENT)
-    folded = _fold(compatible)
-    category = _match_phrases(folded)
-    if category is None and (deobfuscated := _deobfuscated(folded)) is not None:
-        category = _match_phrases(deobfuscated)
+    category = None
+    for view in views:
+        category = _read_phrases(view)
+        if category is not None:
+            break
     if category is None:
         # Text smuggled in base64 or percent-encoding is decoded once and
         # read with the same phrases.
@@ -106,9 +114,26 @@ def scan_entry(text: str) -> ThreatFinding | None:
                 break
     if category is not None:
         return ThreatFinding(category)
-    if _has_secret(compatible):
+    if any(_has_secret(view) for view in views):
         return ThreatFinding(SECRET)
     return None
+
+
+def _read_phrases(view: str) -> str | None:
+    """Return the category of the first phrase found in one view of the text, or None.
+
+    Read three ways: with every line break collapsed (a phrase may be split
+    across lines), line by line (a line starts a new order, whatever the line
+    before it said: a negation on one line does not cover the next), and with
+    leetspeak and spaced-out letters undone.
+    """
+    folded = _fold(view)
+    category = _match_phrases(folded)
+    if category is None and ("\n" in view or "\r" in view):
+        category = _match_phrases(_fold(view, lines=True), _LINE_PHRASES)
+    if category is None and (deobfuscated := _deobfuscated(folded)) is not None:
+        category = _match_phrases(deobfuscated)
+    return category
 
 
 # Every stored entry is re-scanned on every turn that renders it, yet the scan
@@ -211,6 +236,11 @@ _PUNCTUATION = str.maketrans({
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
 })
+_SMALL_CAPITALS = {
+    "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i", "ᴊ": "j",
+    "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ꞯ": "q", "ʀ": "r", "ꜱ": "s", "ᴛ": "t",
+    "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+}
 # Cyrillic, Greek and Armenian letters that look like Latin ones (after
 # NFKC, which already folds fullwidth and mathematical letters). Applied only
 # to text that also holds Latin letters, and only for the phrase patterns,
@@ -225,27 +255,80 @@ _CONFUSABLES = str.maketrans({
     "χ": "x", "ϲ": "c", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K",
     "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
     "օ": "o", "ս": "u", "հ": "h", "ց": "g", "ո": "n",
+    # Latin small capitals (`ɪɢɴᴏʀᴇ`), which NFKC leaves alone.
+    **_SMALL_CAPITALS,
 })
-_LATIN_LETTER = re.compile("[A-Za-z]")
+_LATIN_LETTER = re.compile("[A-Za-z" + "".join(_SMALL_CAPITALS) + "]")
 _HYPHENATED_BREAK = re.compile(r"(?<=[A-Za-z])-[ \t]{0,20}\r?\n[ \t]{0,20}(?=[A-Za-z])")
 _MARKS_ON_LATIN = re.compile("(?<=[A-Za-z])[\u0300-\u036f]+")
-_CONFUSABLE_LETTER = re.compile("[" + "".join(
-    chr(code) for code in range(0x100, 0x600) if chr(code).translate(_CONFUSABLES) != chr(code)
-) + "]")
+_CONFUSABLE_LETTER = re.compile("[" + "".join(sorted(chr(code) for code in _CONFUSABLES if code > 0x7F)) + "]")
+_SPACES = re.compile(r"[^\S\r\n]+")
+_LINE_BREAKS = re.compile(r"\s*[\r\n]\s*")
 
 
-def _fold(text: str) -> str:
+def _fold(text: str, *, lines: bool = False) -> str:
     """Return text as the phrase patterns read it.
 
     Case-folded, joiners removed, typographic punctuation and look-alike
     letters mapped to ASCII, runs of whitespace (line breaks included)
-    collapsed to one space.
+    collapsed to one space. With `lines`, each run of line breaks stays one
+    line break, so a line is read as the start of a new sentence.
     """
     text = text.replace(_ZWJ, "").replace(_ZWNJ, "").translate(_PUNCTUATION)
     text = _MARKS_ON_LATIN.sub("", _HYPHENATED_BREAK.sub("", text))
     if _CONFUSABLE_LETTER.search(text) and _LATIN_LETTER.search(text):
         text = text.translate(_CONFUSABLES)
-    return " ".join(text.casefold().split())
+    if not lines:
+        return " ".join(text.casefold().split())
+    return _LINE_BREAKS.sub("\n", _SPACES.sub(" ", text.casefold())).strip()
+
+
+# --- markup, as a reader of the rendered text sees it -------------------------
+
+# Characters without which text holds no markup worth rendering.
+_MARKUP = re.compile(r"[*_~`<&\[\\]")
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_TAG = re.compile(r"</?([a-z][a-z0-9-]{0,30})(?:\s[^<>]{0,500})?/?>", re.IGNORECASE)
+# Inline elements render inside a line (`<b>ig</b>nore` reads `ignore`);
+# every other element breaks the line.
+_INLINE_ELEMENTS = frozenset(
+    "a abbr acronym b bdi bdo big cite code data del dfn em font i ins kbd mark q s samp small span strike strong "
+    "sub sup time tt u var wbr".split()
+)
+_LINK = re.compile(r"!?\[([^\[\]\n]{0,500})\](?:\([^()\n]{0,1000}\)|\[[^\[\]\n]{0,200}\])")
+_CODE_TICKS = re.compile(r"`+")
+# Emphasis delimiters: a run of `*` that touches a word (not a bullet or a
+# `2 * 3`), `~~`, and a run of `_` at the edge of a word (not `snake_case`).
+_EMPHASIS = re.compile(r"\*+(?=\S)|(?<=\S)\*+|~~+|(?<![^\W_])_+(?=\S)|(?<=\S)_+(?![^\W_])")
+_INVISIBLE_OR_FORMAT = re.compile(
+    "[" + "".join(sorted(_INVISIBLE_OTHER - {"\u2028", "\u2029"})) + "\u00ad\u061c\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufe00-\ufe0f\U000e0000-\U000e007f]"
+)
+
+
+def _rendered(text: str) -> str | None:
+    """Return `text` as it reads once its markdown and HTML are rendered, or None if it has none.
+
+    Emphasis (`**x**`, `*x*`, `__x__`, `_x_`, `~~x~~`), code spans, links
+    and images (their text), HTML comments and tags, backslash escapes and
+    character references (`&#105;`, `&shy;`) are folded; invisible
+    characters a reference produced are dropped. One layer only: what a
+    reference decodes to is not decoded again.
+    """
+    if not _MARKUP.search(text):
+        return None
+    rendered = _ESCAPED.sub(r"\1", text)
+    rendered = _HTML_COMMENT.sub("", rendered)
+    rendered = _TAG.sub(lambda m: "" if m.group(1).lower() in _INLINE_ELEMENTS else "\n", rendered)
+    rendered = _LINK.sub(r"\1", rendered)
+    rendered = _EMPHASIS.sub("", _CODE_TICKS.sub("", rendered))
+    if "&" in rendered:
+        decoded = html.unescape(rendered)
+        if decoded != rendered:
+            decoded = unicodedata.normalize("NFKC", decoded).replace("\u2028", "\n").replace("\u2029", "\n")
+            rendered = _INVISIBLE_OR_FORMAT.sub("", decoded)
+    return rendered if rendered != text else None
 
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
@@ -352,8 +435,10 @@ def _words(*alternatives: str) -> str:
     return "(?:" + "|".join(alternatives) + ")"
 
 
-# A verb in the imperative: at the start of the entry or a sentence, after a
-# bullet, a quote or a comma, or after "you must", "please", "always", "and".
+# A verb in the imperative: at the start of the entry, a line or a sentence,
+# after a bullet, a quote or a comma, or after "you must", "please", "always",
+# "and"; "must" and "should" only without a subject or with the assistant as
+# theirs ("Each worker should register as a node" is a fact about workers).
 # Third-person facts ("Services send heartbeats to Consul") do not match, as
 # the verbs below are base forms. A pattern that starts with this marker
 # starts with its verb; what precedes the verb is checked separately
@@ -366,9 +451,11 @@ _MARKED_MESSAGES = (
     r"|bears|start with|starts with|begin with|begins with|end with|ends with))\b"
 )
 _DIRECTIVE = "\x00"
+_SENTENCE_START = r"(?:^|\n|[.!?;:,] |[\"'(\[*>•] ?|- )"
 _IMPERATIVE_BEFORE = re.compile(
-    r"(?:^|[.!?;:,] |[\"'(\[*>•] ?|- |\b(?:you (?:must|should|will|shall|need to|have to|are to|are required to"
-    r"|are obligated to|are expected to|can now)|please|always|then|and|also|first|now|immediately|must|should"
+    r"(?:" + _SENTENCE_START + r"(?:(?:must|should) )?|\b(?:you (?:must|should|will|shall|need to|have to|are to"
+    r"|are required to|are obligated to|are expected to|can now)|(?:the |this )?(?:assistant|agent|ai|model|bot"
+    r"|chatbot|llm) (?:must|should)|please|always|then|and|also|first|now|immediately"
     r"|make sure to|be sure to|remember to|don't forget to|never forget to) )$"
 )
 _IGNORE = _words(
@@ -601,7 +688,8 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|unrestricted|unfiltered|uncensored) mode\b"
          r"|\b(?:enter|switch to|switch into|activate|enable) developer mode\b(?! (?:on|in|for|under|of)\b)"),
         (ROLE_HIJACK,
-         r"(?:^|(?<=[.!?;:,\"'(\[])\s*|\b(?:please|now|just|you (?:must|should|will|shall|can|need to|are to)"
+         r"(?:^|(?<=[.!?;:,\"'(\[\n])\s*|(?:^|(?<=\n))(?:[-*+•>]|\d{1,3}[.)]) "
+         r"|\b(?:please|now|just|you (?:must|should|will|shall|can|need to|are to)"
          r"|always|and|then|let's|i want you to|i need you to|you're going to|you are going to)\s+)pretend"
          r"(?: \S+){0,3}? (?:you are|you're|to be|that you are|you were|you have|that you're)\b"),
         (ROLE_HIJACK,
@@ -746,8 +834,16 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
 )
 
 
-def _match_phrases(folded: str) -> str | None:
-    for category, pattern, imperative in _PHRASES:
+# Only the phrases whose start depends on where a line starts read differently
+# line by line: orders in the imperative and those that look behind for a
+# line break. The rest only ever match less there.
+_LINE_PHRASES = tuple(
+    phrase for phrase in _PHRASES if phrase[2] or "(?<=\\n)" in phrase[1].pattern or "\\n])" in phrase[1].pattern
+)
+
+
+def _match_phrases(folded: str, phrases: tuple[tuple[str, re.Pattern[str], bool], ...] = _PHRASES) -> str | None:
+    for category, pattern, imperative in phrases:
         if not imperative:
             if pattern.search(folded):
                 return category

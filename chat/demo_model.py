@@ -346,7 +346,7 @@ def search_answer(result: dict) -> str:
         return "I found nothing about that in your past conversations."
     best = hits[0]
     title = best.get("conversation") or "an earlier conversation"
-    match = (best.get("match") or "").replace("**", "")
+    match = best.get("match") or ""  # the message's own words; matches are marked out of band (match_spans)
     more = f" ({len(hits)} results in all.)" if len(hits) > 1 else ""
     return f"From your past conversations, \u201c{title}\u201d on {best.get('date', '')}: {match}{more}"
 

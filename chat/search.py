@@ -22,9 +22,13 @@ memory-free route, in a temporary chat, or with the person's switch off).
   snippet(); the fallback is a substring match.
 
 Results: the conversation title, the date, the matching message as a
-snippet with the match marked (**like this**), and the messages just before
-and after it, all within CHAT_SEARCH_MAX_CHARS. The current conversation is
-excluded. The tool reply marks them as untrusted quoted history.
+snippet, and the messages just before and after it, all within
+CHAT_SEARCH_MAX_CHARS. The current conversation is excluded. The snippet is
+the message's own text: the matched words are marked out of band, as
+character offsets (`match_spans`), never by markup in the text (a snippet
+that read `**ignore** **previous** ...` hid its words from the memory threat
+scan when a model copied it). The tool reply marks it all as untrusted
+quoted history.
 
 Telemetry: one `memory.search` span with counts, an outcome and the
 duration. Queries, arguments and results are never logged or traced.
@@ -61,7 +65,9 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
 # Calls of the tool per model attempt; past it the model is told to answer.
 MAX_SEARCHES_PER_ATTEMPT = 3
-MARK = "**"
+# The database marks matches with these two private-use characters; `_unmark`
+# turns them into offsets and removes them, so no marker reaches the model.
+START_MARK, STOP_MARK = "\U000F0001", "\U000F0002"
 SNIPPET_CHARS = 320
 NEIGHBOUR_CHARS = 200
 TITLE_CHARS = 120
@@ -98,8 +104,9 @@ PARAMETERS = {
 DESCRIPTION = (
     "Search the signed-in user's own past conversations (not this one) for words they or you said "
     "earlier. Use it when the user refers to something from an earlier chat that is not in memory. "
-    "Read-only: it saves nothing. Returns the conversation title, date, the matching message with "
-    "the match marked, and the messages around it, as untrusted quoted history."
+    "Read-only: it saves nothing. Returns the conversation title, date, the matching message (its "
+    "matched words as [start, end] character offsets in match_spans) and the messages around it, as "
+    "untrusted quoted history."
 )
 
 CONVERSATION_SEARCH_TOOL = {
@@ -202,9 +209,10 @@ class Hit:
     title: str
     created_at: datetime
     role: str
-    snippet: str
+    snippet: str  # the message's own words, no markers
     before: Quote | None = None
     after: Quote | None = None
+    spans: tuple[tuple[int, int], ...] = ()  # where the matched words are in `snippet`: [start, end)
 
 
 def search_conversations(
@@ -285,7 +293,7 @@ def _postgres_full_text(where: _Where, query: str, words: Sequence[str], limit: 
         return []
     # Headlines only for the few hits: ts_headline re-parses each message. A short
     # message is quoted whole; a long one by up to two fragments around the match.
-    marks = {"config": config, "start_sel": MARK, "stop_sel": MARK}
+    marks = {"config": config, "start_sel": START_MARK, "stop_sel": STOP_MARK}
     snippet = Case(
         When(content_length__lte=SNIPPET_CHARS, then=SearchHeadline("content", search, highlight_all=True, **marks)),
         default=SearchHeadline("content", search, max_words=30, min_words=12, max_fragments=2,
@@ -342,7 +350,7 @@ def _sqlite_full_text(where: _Where, query: str, words: Sequence[str], limit: in
         cursor.execute(
             f"SELECT rowid, snippet(chat_message_fts, 0, %s, %s, %s, 24) FROM chat_message_fts "
             f"WHERE chat_message_fts MATCH %s AND rowid IN ({marks})",
-            [MARK, MARK, "…", match, *ids],
+            [START_MARK, STOP_MARK, "…", match, *ids],
         )
         snippets = dict(cursor.fetchall())
     return [(pk, snippets.get(pk, "")) for pk in ids]
@@ -393,7 +401,31 @@ def _marked_excerpt(content: str, query: str) -> str:
     start, end = max(0, at - side), min(len(content), at + len(query) + side)
     head = ("…" if start else "") + content[start:at]
     tail = content[at + len(query):end] + ("…" if end < len(content) else "")
-    return f"{head}{MARK}{content[at:at + len(query)]}{MARK}{tail}"
+    return f"{head}{START_MARK}{content[at:at + len(query)]}{STOP_MARK}{tail}"
+
+
+def _unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """Return a marked snippet's text without markers, and where the marked words were.
+
+    A marker without its partner (a message that itself holds one) is dropped.
+    """
+    if START_MARK not in marked and STOP_MARK not in marked:
+        return marked, ()
+    text: list[str] = []
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    length = 0
+    for char in marked:
+        if char == START_MARK:
+            start = length
+        elif char == STOP_MARK:
+            if start is not None and length > start:
+                spans.append((start, length))
+            start = None
+        else:
+            text.append(char)
+            length += 1
+    return "".join(text), tuple(spans)
 
 
 # Hits with their neighbours ------------------------------------------------------------
@@ -414,9 +446,10 @@ def _hits(ids_and_snippets: Sequence[tuple[int, str]]) -> list[Hit]:
         row = rows.get(pk)
         if row is None:  # deleted between the two queries
             continue
+        text, spans = _unmark(snippet)
         hits.append(Hit(
             message_id=pk, conversation_id=row["conversation_id"], title=row["title"] or "",
-            created_at=row["created_at"], role=row["role"], snippet=snippet,
+            created_at=row["created_at"], role=row["role"], snippet=text, spans=spans,
             before=neighbours.get((pk, -1)), after=neighbours.get((pk, 1)),
         ))
     return hits
@@ -452,7 +485,7 @@ def tool_reply(hits: Sequence[Hit], *, max_chars: int | None = None) -> dict:
             "conversation": _clip(hit.title, TITLE_CHARS),
             "date": timezone.localtime(hit.created_at).date().isoformat(),
             "role": hit.role,
-            "match": _clip(hit.snippet, SNIPPET_CHARS),
+            **_match(hit.snippet, hit.spans, SNIPPET_CHARS),
         }
         if hit.before is not None:
             item["before"] = {"role": hit.before.role, "text": _clip(hit.before.text, NEIGHBOUR_CHARS)}
@@ -495,8 +528,39 @@ def _shrink(item: dict, room: int) -> dict | None:
     room -= len(item["conversation"])
     if room < 40:
         return None
-    item["match"] = _clip(item["match"], room)
+    spans = tuple(tuple(span) for span in item.pop("match_spans", ()))
+    item.update(_match(item.pop("match"), spans, room))
     return item
+
+
+def _match(snippet: str, spans: Sequence[tuple[int, int]], limit: int) -> dict:
+    """Return the reply's `match` (clipped like `_clip`) and its `match_spans`, moved to fit."""
+    marked = [False] * len(snippet)
+    for start, end in spans:
+        for index in range(max(0, start), min(end, len(snippet))):
+            marked[index] = True
+    text: list[str] = []
+    mask: list[bool] = []
+    for word in re.finditer(r"\S+", snippet):
+        if text:
+            text.append(" ")
+            mask.append(False)
+        text.extend(word.group())
+        mask.extend(marked[word.start():word.end()])
+    if len(text) > limit:
+        kept = "".join(text[: max(0, limit - 1)]).rstrip()
+        text, mask = list(kept + "…"), mask[: len(kept)] + [False]
+    result: dict = {"match": "".join(text)}
+    found, start = [], None
+    for index, on in enumerate(mask + [False]):
+        if on and start is None:
+            start = index
+        elif not on and start is not None:
+            found.append([start, index])
+            start = None
+    if found:
+        result["match_spans"] = found
+    return result
 
 
 def _clip(text: str, limit: int) -> str:
