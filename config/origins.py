@@ -5,13 +5,18 @@ any port or scheme of an allowed host (`http://127.0.0.1:9999`) could drive
 a person's socket. Here an Origin is accepted only when, normalised
 (lower-case scheme and host, the scheme's default port made explicit), it
 is one of `CHAT_ALLOWED_ORIGINS`, or it is the socket's own origin: the
-handshake's Host header, with http for ws and https for wss, when that host
-is in ALLOWED_HOSTS (so `make run` on any port serves its own page without
-configuration, and a page on another port of the same host is refused).
+handshake's Host header, when that host is in ALLOWED_HOSTS, with the scheme
+Django's `request.is_secure()` would give the page: https for wss, http for
+ws, or what SECURE_PROXY_SSL_HEADER says when it is set (TRUST_PROXY_HEADERS
+behind nginx, which ends TLS and speaks ws to daphne). So `make run` on any
+port serves its own page without configuration, and a page on another port
+or scheme of the same host is refused.
 
-`CHAT_ALLOWED_ORIGINS` defaults to CSRF_TRUSTED_ORIGINS when that is set
-(the documented deployment: `https://chat.example.com`), else to http and
-https on the default ports of each ALLOWED_HOSTS name (development).
+`CHAT_ALLOWED_ORIGINS` defaults to the exact CSRF_TRUSTED_ORIGINS (the
+documented deployment: `https://chat.example.com`), and to nothing else:
+without them only the socket's own origin opens it. (It once defaulted to
+http and https on the default ports of each ALLOWED_HOSTS name, which let a
+page on port 80 or 443 of 127.0.0.1 drive a socket served on port 8001.)
 """
 from __future__ import annotations
 
@@ -37,13 +42,22 @@ def normalize(origin: str) -> str | None:
     return f"{scheme}://{host}:{port}"
 
 
-def derive_origins(csrf_trusted_origins: list[str], allowed_hosts: list[str]) -> list[str]:
-    """The default CHAT_ALLOWED_ORIGINS (see the module docstring); wildcards are never derived."""
-    exact = [origin for origin in csrf_trusted_origins if "*" not in origin]
-    if exact:
-        return exact
-    hosts = [host for host in allowed_hosts if host and "*" not in host and not host.startswith(".")]
-    return [f"{scheme}://{host}" for host in hosts for scheme in ("https", "http")]
+def derive_origins(csrf_trusted_origins: list[str]) -> list[str]:
+    """The default CHAT_ALLOWED_ORIGINS: the exact CSRF_TRUSTED_ORIGINS; wildcards are never derived."""
+    return [origin for origin in csrf_trusted_origins if "*" not in origin]
+
+
+def page_scheme(scope, headers: dict[bytes, bytes]) -> str:
+    """http or https: the scheme of the page that opened the socket, as `request.is_secure()` sees it."""
+    from django.conf import settings
+
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header:
+        name, secure_value = proxy_header  # ("HTTP_X_FORWARDED_PROTO", "https")
+        value = headers.get(name.removeprefix("HTTP_").replace("_", "-").lower().encode())
+        if value is not None:
+            return "https" if value.decode("latin1").split(",", 1)[0].strip() == secure_value else "http"
+    return SOCKET_SCHEMES.get(scope.get("scheme", "ws"), "http")
 
 
 def origin_allowed(scope) -> bool:
@@ -61,11 +75,10 @@ def origin_allowed(scope) -> bool:
         return True
     # The socket's own origin: the page that opened it was served by this host and port.
     host = headers.get(b"host", b"").decode("latin1")
-    scheme = SOCKET_SCHEMES.get(scope.get("scheme", "ws"), "http")
     domain, _ = split_domain_port(host)
     if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
         return False
-    return origin == normalize(f"{scheme}://{host}")
+    return origin == normalize(f"{page_scheme(scope, headers)}://{host}")
 
 
 class ExactOriginValidator:

@@ -28,7 +28,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Origins (scheme://host[:port], exact) allowed to open the chat socket, beside
 # the socket's own origin; config/origins.py says how the default is derived.
 CHAT_ALLOWED_ORIGINS = [origin for origin in env.list("CHAT_ALLOWED_ORIGINS", default=[]) if origin] or derive_origins(
-    CSRF_TRUSTED_ORIGINS, ALLOWED_HOSTS)
+    CSRF_TRUSTED_ORIGINS)
 
 INSTALLED_APPS = [
     "daphne",
@@ -144,7 +144,12 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # A socket waits for its next message with a 5-second BZPOPMIN
+            # (channels_redis); redis-py gives up on a read after 5 seconds
+            # unless told otherwise, so every idle socket failed its wait
+            # with TimeoutError (logged as a channel layer error) every few
+            # seconds. Reads here may take longer than that wait.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 10}]},
         }
     }
 else:
@@ -230,8 +235,8 @@ STATIC_COLLECTED = not DEBUG and (STATIC_ROOT / "staticfiles.json").is_file()
 SERVESTATIC_USE_MANIFEST = STATIC_COLLECTED
 SERVESTATIC_USE_FINDERS = not STATIC_COLLECTED
 
-# The largest request body, in bytes: refused at the ASGI edge (config/parsers.py
-# BodyLimit) before Django reads it, and again by the API's JSON parser.
+# The largest request body, in bytes: refused before it is read by daphne's
+# request and at the ASGI edge (config/parsers.py), and again by the API's JSON parser.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=1024 * 1024)
 
 # --- HTTPS behind a proxy (the README's nginx) -----------------------------------
@@ -293,11 +298,15 @@ REST_FRAMEWORK = {
     },
 }
 
+# The API's schema and docs page: to everyone, or only to staff (config/api_docs.py).
+API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=DEBUG)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agent memory API",
     "DESCRIPTION": "Chat turns with bounded, per-user agent memory.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["config.api_docs.ApiDocsReaders"],
     "COMPONENT_SPLIT_REQUEST": True,
     # The docs page loads Swagger UI from our own static files, never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

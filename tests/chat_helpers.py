@@ -91,7 +91,7 @@ async def connect(user=None, *, origin: bytes = ORIGIN) -> WebsocketCommunicator
     """Return a connected socket on the full ASGI application, signed in as `user`."""
     from config.asgi import application
 
-    headers = [(b"origin", origin)]
+    headers = [(b"origin", origin), (b"host", b"127.0.0.1")]  # the page's own origin, as a browser sends it
     if user is not None:
         headers.append((b"cookie", f"sessionid={await session_cookie(user)}".encode()))
     communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)

@@ -227,6 +227,27 @@ def test_docs_page_serves_its_assets_locally(user):
     assert finders.find("drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
 
 
+@override_settings(API_DOCS_PUBLIC=False)  # production's default (DEBUG off): tests/test_deploy_settings.py
+def test_schema_and_docs_are_for_staff_only_unless_public(make_user):
+    person, staff = make_user("dora"), make_user("sam", is_staff=True)
+    anonymous, signed_in, staff_member, staff_token = APIClient(), APIClient(), APIClient(), APIClient()
+    signed_in.force_login(person)
+    staff_member.force_login(staff)
+    staff_token.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
+    for path in ("/api/schema/", "/api/docs/", "/api/docs/?script="):
+        assert anonymous.get(path).status_code == 403, path
+        assert signed_in.get(path).status_code == 403, path
+        assert staff_member.get(path).status_code == 200, path
+    assert signed_in.get("/api/schema/", HTTP_ACCEPT="application/json").json()["detail"] == (
+        "The API documentation on this server is for staff only.")
+    page = anonymous.get("/api/docs/").content.decode()  # a page with the sentence and a way to sign in
+    assert "for staff only" in page and 'href="/accounts/login/?next=/api/docs/"' in page
+    assert staff_token.get("/api/schema/", HTTP_ACCEPT="application/json").status_code == 200
+    with override_settings(API_DOCS_PUBLIC=True):
+        assert anonymous.get("/api/schema/").status_code == 200
+        assert anonymous.get("/api/docs/").status_code == 200
+
+
 def test_chat_page_needs_a_login():
     response = APIClient().get("/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")

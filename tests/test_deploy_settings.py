@@ -55,6 +55,25 @@ def test_the_proxy_ssl_header_is_trusted_only_when_asked():
     assert json.loads(run_with({"TRUST_PROXY_HEADERS": "0"}, "-c", code).stdout) is None
 
 
+def test_the_api_docs_are_staff_only_by_default_in_production():
+    code = ("import django; django.setup(); from django.conf import settings; "
+            "print(settings.API_DOCS_PUBLIC)")
+    assert run_with(DOCUMENTED, "-c", code).stdout.strip() == "False"
+    assert run_with({"DEBUG": "1"}, "-c", code).stdout.strip() == "True"  # make run
+    assert run_with({**DOCUMENTED, "API_DOCS_PUBLIC": "1"}, "-c", code).stdout.strip() == "True"
+
+
+def test_the_channel_layer_waits_for_redis_longer_than_its_idle_poll():
+    """An idle socket's BZPOPMIN must not outlast the read timeout (a TimeoutError every few seconds)."""
+    from channels_redis.core import RedisChannelLayer
+
+    code = ("import django, json; django.setup(); from django.conf import settings; "
+            "print(json.dumps(settings.CHANNEL_LAYERS['default']['CONFIG']['hosts']))")
+    hosts = json.loads(run_with({"REDIS_URL": "redis://127.0.0.1:6379/0"}, "-c", code).stdout)
+    assert hosts == [{"address": "redis://127.0.0.1:6379/0", "socket_timeout": hosts[0]["socket_timeout"]}]
+    assert hosts[0]["socket_timeout"] >= RedisChannelLayer.brpop_timeout + 2
+
+
 @pytest.mark.django_db
 @override_settings(SECURE_SSL_REDIRECT=True, SECURE_HSTS_SECONDS=31536000, SECURE_HSTS_INCLUDE_SUBDOMAINS=True,
                    SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"))

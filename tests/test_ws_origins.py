@@ -1,5 +1,6 @@
 """Exact WebSocket origins (config/origins.py): scheme, host and port must match
-CHAT_ALLOWED_ORIGINS or the socket's own origin."""
+CHAT_ALLOWED_ORIGINS or the socket's own origin; the default list is the
+exact CSRF_TRUSTED_ORIGINS and nothing else (live: tests/multiprocess/test_live_quiet_defaults.py)."""
 import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import override_settings
@@ -10,7 +11,8 @@ from tests.chat_helpers import fresh_agents, session_cookie  # noqa: F401
 
 
 
-async def handshake(user, origin: bytes | None, *, host: bytes | None = None, scheme: str = "ws") -> bool:
+async def handshake(user, origin: bytes | None, *, host: bytes | None = None, scheme: str = "ws",
+                    forwarded_proto: bytes | None = None) -> bool:
     from config.asgi import application
 
     headers = [(b"cookie", f"sessionid={await session_cookie(user)}".encode())]
@@ -18,6 +20,8 @@ async def handshake(user, origin: bytes | None, *, host: bytes | None = None, sc
         headers.append((b"origin", origin))
     if host is not None:
         headers.append((b"host", host))
+    if forwarded_proto is not None:
+        headers.append((b"x-forwarded-proto", forwarded_proto))
     communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
     communicator.scope["scheme"] = scheme
     connected, _ = await communicator.connect(timeout=5)
@@ -26,10 +30,13 @@ async def handshake(user, origin: bytes | None, *, host: bytes | None = None, sc
 
 
 @pytest.mark.parametrize("origin, accepted", [
-    (b"http://127.0.0.1", True),            # derived from ALLOWED_HOSTS (development)
-    (b"https://localhost", True),
-    (b"http://127.0.0.1:80", True),          # the default port, spelled out
-    (b"http://127.0.0.1:9999", False),       # another port of an allowed host: the issue's case
+    (b"http://127.0.0.1:8001", True),        # the socket's own: the Procfile's port
+    (b"HTTP://127.0.0.1:8001/", True),
+    (b"http://127.0.0.1", False),            # port 80 of the same host: once derived from ALLOWED_HOSTS
+    (b"https://127.0.0.1", False),           # port 443, likewise
+    (b"http://127.0.0.1:80", False),
+    (b"https://localhost", False),
+    (b"http://127.0.0.1:9999", False),       # another port of an allowed host
     (b"HTTP://LOCALHOST:31337", False),
     (b"https://127.0.0.1:8443", False),
     (b"ftp://127.0.0.1", False),
@@ -39,8 +46,8 @@ async def handshake(user, origin: bytes | None, *, host: bytes | None = None, sc
     (None, False),
 ])
 @pytest.mark.django_db(transaction=True)
-async def test_only_exact_origins_open_a_socket(user, origin, accepted):
-    assert await handshake(user, origin) is accepted
+async def test_only_exact_origins_open_a_socket(user, origin, accepted):  # the default settings
+    assert await handshake(user, origin, host=b"127.0.0.1:8001") is accepted
 
 
 @pytest.mark.django_db(transaction=True)
@@ -51,6 +58,20 @@ async def test_the_sockets_own_origin_is_allowed_on_any_port_and_only_that(user)
     assert not await handshake(user, b"http://127.0.0.1:9999", host=b"127.0.0.1:8000")
     assert not await handshake(user, b"https://127.0.0.1:8000", host=b"127.0.0.1:8000")  # scheme differs
     assert not await handshake(user, b"http://evil.example:8000", host=b"evil.example:8000")  # not an allowed host
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_ALLOWED_ORIGINS=[], ALLOWED_HOSTS=["chat.example.com"],
+                   SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"))
+async def test_behind_the_tls_proxy_the_own_origin_is_https_as_django_sees_it(user):
+    # nginx ends TLS and speaks ws to daphne; TRUST_PROXY_HEADERS=1 trusts its X-Forwarded-Proto.
+    host = b"chat.example.com"
+    assert await handshake(user, b"https://chat.example.com", host=host, forwarded_proto=b"https")
+    assert not await handshake(user, b"http://chat.example.com", host=host, forwarded_proto=b"https")
+    assert not await handshake(user, b"https://chat.example.com", host=host, forwarded_proto=b"http")
+    assert not await handshake(user, b"https://chat.example.com:8443", host=host, forwarded_proto=b"https")
+    with override_settings(SECURE_PROXY_SSL_HEADER=None):  # not trusted: the header is ignored
+        assert not await handshake(user, b"https://chat.example.com", host=host, forwarded_proto=b"https")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -71,10 +92,10 @@ def test_normalize():
         assert normalize(bad) is None, bad
 
 
-def test_the_default_comes_from_csrf_trusted_origins_else_allowed_hosts():
-    assert derive_origins(["https://chat.example.com"], ["chat.example.com"]) == ["https://chat.example.com"]
-    assert derive_origins([], ["127.0.0.1", ".example.com", "*"]) == ["https://127.0.0.1", "http://127.0.0.1"]
-    assert derive_origins(["https://*.example.com"], ["a"]) == ["https://a", "http://a"]
+def test_the_default_is_the_exact_csrf_trusted_origins_and_nothing_else():
+    assert derive_origins(["https://chat.example.com"]) == ["https://chat.example.com"]
+    assert derive_origins([]) == []  # the socket's own origin only
+    assert derive_origins(["https://*.example.com"]) == []
 
 
 def test_settings_derive_the_default_and_an_empty_variable_means_the_default():
@@ -96,7 +117,6 @@ def test_settings_derive_the_default_and_an_empty_variable_means_the_default():
 
     assert origins(CHAT_ALLOWED_ORIGINS="", CSRF_TRUSTED_ORIGINS="https://chat.example.com",
                    ALLOWED_HOSTS="chat.example.com") == ["https://chat.example.com"]
-    assert origins(CHAT_ALLOWED_ORIGINS="", CSRF_TRUSTED_ORIGINS="", ALLOWED_HOSTS="127.0.0.1") == [
-        "https://127.0.0.1", "http://127.0.0.1"]
+    assert origins(CHAT_ALLOWED_ORIGINS="", CSRF_TRUSTED_ORIGINS="", ALLOWED_HOSTS="127.0.0.1") == []
     assert origins(CHAT_ALLOWED_ORIGINS="https://a.example,https://b.example:8443") == [
         "https://a.example", "https://b.example:8443"]
