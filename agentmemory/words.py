@@ -134,6 +134,7 @@ REASONS = {
     "database_error": "The database did not answer, so nothing was saved.",
     "memory_busy": CODE_MESSAGES["memory_busy"],
     "account_closed": CODE_MESSAGES["account_closed"],
+    "session_ended": CODE_MESSAGES["session_ended"],
     "switched_off": CODE_MESSAGES["switched_off"],
     "proposal_discarded": "You discarded this proposed change, so nothing was saved.",
     "commit_failed": CODE_MESSAGES["commit_failed"],

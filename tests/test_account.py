@@ -23,6 +23,7 @@ from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from agentmemory import words
 from agentmemory.models import MemoryDocument, MemoryEvent, Outcome
 from tests.chat_helpers import fresh_agents  # noqa: F401
 from tests.scripted_model import dynamic, scripted_model, text, tool_call  # noqa: F401
@@ -259,8 +260,11 @@ def test_a_rest_turn_whose_credential_ends_mid_answer_commits_nothing(user, scri
     assert "nothing was saved" in body["detail"]
     assert not MemoryDocument.objects.filter(user=user).exists()
     assert not MemoryEvent.objects.filter(user=user, outcome=Outcome.COMMITTED).exists()
-    assert list(MemoryEvent.objects.filter(user=user, outcome=Outcome.DISCARDED)
-                .values_list("error_code", flat=True)) == ["session_ended"]
+    [event] = MemoryEvent.objects.filter(user=user, outcome=Outcome.DISCARDED)
+    assert event.error_code == "session_ended"
+    # History says why, in words.
+    assert words.event_reason(event.outcome, event.error_code) == body["memory"]["message"] == (
+        "You were signed out during this reply, so its memory change was not saved.")
 
 
 @override_settings(CHAT_TURN_RATE="1000/min")

@@ -27,7 +27,7 @@ RULE_CODES = [
     "threat_prompt_injection", "threat_secret", "threat_some_new_category",
 ]
 EVENT_CODES = [
-    "", "cancelled", "model_failed_after_staging", "model_incomplete", "model_error", "model_unreachable",
+    "", "cancelled", "session_ended", "model_failed_after_staging", "model_incomplete", "model_error", "model_unreachable",
     "model_empty", "turn_error", "database_error", "entry_changed", "conflict", "over_capacity", "no_match",
     "threat_exfiltration", "something_new",
 ]
