@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx2
 import openai
 
+from agentmemory.scope import current_memory_request
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
@@ -67,6 +68,7 @@ class ToolEvent:
     operation_count: int
     code: str = ""
     result_count: int | None = None  # conversation_search: how many results it returned
+    ask_first: bool = False  # the person reviews changes ("ask before saving"): staged means proposed
 
     def as_metadata(self) -> dict:
         data = {"tool": self.tool, "status": self.status, "operation_count": self.operation_count}
@@ -84,6 +86,8 @@ class ToolEvent:
             return "The assistant asked for a tool that is not available here."
         if self.status == "staged":
             changes = "1 change" if self.operation_count == 1 else f"{self.operation_count} changes"
+            if self.ask_first:
+                return f"Memory: {changes} ready for you to save or discard when this reply completes."
             return f"Memory: {changes} ready, saved when this reply completes."
         if self.status in ("unchanged", "repeated"):
             return "Memory: nothing new to save."
@@ -294,11 +298,13 @@ class RequestAgent:
         reply = handle_memory_update(arguments)
         if reply.get("success"):
             succeeded.add(key)
+        request = current_memory_request.get()
         return ToolEvent(
             tool=TOOL_NAME,
             status=str(reply.get("status", "")),
             operation_count=_operation_count(arguments),
             code=str(reply.get("code", "")) if not reply.get("success") else "",
+            ask_first=bool(request and request.ask_first),
         ), reply
 
 

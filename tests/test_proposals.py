@@ -56,10 +56,18 @@ async def test_a_finished_turn_proposes_instead_of_saving(user, scripted_model):
     await db(ask, user)
     scripted_model.push(tool_call(ADD), text("I proposed that."))
 
-    result = await run_turn(user=user, content="our build runs on bookworm")
+    frames = []
+
+    async def emit(frame):
+        frames.append(frame)
+
+    result = await run_turn(user=user, content="our build runs on bookworm", emit=emit)
 
     assert result.memory.status == "proposed" and result.memory.proposal_id
     assert "nothing is saved until you choose Save" in result.memory.message
+    # The person's tool note says the change waits for them, not that it will be saved.
+    [note] = [frame["message"] for frame in frames if frame.get("type") == "tool"]
+    assert note == "Memory: 1 change ready for you to save or discard when this reply completes."
     assert (await snapshot_of(user)).memory == ()
     [proposal] = await db(lambda: list(MemoryProposal.objects.filter(user=user)))
     assert proposal.pk == result.memory.proposal_id and proposal.operation_count == 1
