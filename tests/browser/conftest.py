@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,24 +204,33 @@ def browser(chromium_path, live_server_url):
             chromium.close()
 
 
-@pytest.fixture
-def new_context(browser, live_server_url):
-    """Return a factory of browser contexts: one per person, like separate browsers."""
+@contextmanager
+def _contexts(browser, base_url: str):
+    """Yield a factory of browser contexts on `base_url`; close them all afterwards."""
     contexts = []
 
     def make(**options):
         # Options go to Playwright's new_context: a phone's viewport, or
         # bypass_csp=True where a test injects axe-core into the page.
         settings_ = {"viewport": {"width": 1200, "height": 820}, **options}
-        context = browser.new_context(base_url=live_server_url, **settings_)
+        context = browser.new_context(base_url=base_url, **settings_)
         context.set_default_timeout(10_000)
         context.add_init_script(OBSERVE_SOCKETS)
         contexts.append(context)
         return context
 
-    yield make
-    for context in contexts:
-        context.close()
+    try:
+        yield make
+    finally:
+        for context in contexts:
+            context.close()
+
+
+@pytest.fixture
+def new_context(browser, live_server_url):
+    """Return a factory of browser contexts: one per person, like separate browsers."""
+    with _contexts(browser, live_server_url) as make:
+        yield make
 
 
 @pytest.fixture
@@ -228,19 +238,8 @@ def scripted_context(browser, scripted_site, transactional_db):
     """Like `new_context`, on the scripted model's server (its script starts empty)."""
     server, model = scripted_site
     model.reset()
-    contexts = []
-
-    def make(**options):
-        settings_ = {"viewport": {"width": 1200, "height": 820}, **options}
-        context = browser.new_context(base_url=server.url, **settings_)
-        context.set_default_timeout(10_000)
-        context.add_init_script(OBSERVE_SOCKETS)
-        contexts.append(context)
-        return context
-
-    yield make
-    for context in contexts:
-        context.close()
+    with _contexts(browser, server.url) as make:
+        yield make
     errors = list(model.errors)
     if errors:
         pytest.fail("the scripted model's script failed: " + "; ".join(errors), pytrace=False)
