@@ -207,9 +207,13 @@ class ScriptedModel:
         with self._lock:
             self._script.extend(responses)
 
+    # The request handler class; None is the streamed one (_Handler). A
+    # subclass serving other protocols names its own (tests/scripted_plain.py).
+    handler: type | None = None
+
     def start(self) -> ScriptedModel:
         if self._server is None:
-            self._server = _Server(self)
+            self._server = _Server(self, self.handler)
             host, port = self._server.server_address[:2]
             self.base_url = f"http://{host}:{port}/v1"
             self._thread = threading.Thread(
@@ -256,11 +260,11 @@ class ScriptedModel:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, model: ScriptedModel) -> None:
+    def __init__(self, model: ScriptedModel, handler: type | None = None) -> None:
         self.model = model
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", 0), handler or _Handler)
 
     def close_connections(self) -> None:
         """Unblock handler threads waiting on kept-alive connections."""

@@ -18,9 +18,8 @@ play (`cut`, `endless`) answer 400 here. Nothing here prints a body.
 from __future__ import annotations
 
 import json
-import threading
 
-from tests.scripted_model import Response, ScriptedModel, _Handler, _Server
+from tests.scripted_model import Response, ScriptedModel, _Handler
 
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
@@ -116,23 +115,7 @@ class _PlainHandler(_Handler):
         self.wfile.flush()
 
 
-class _PlainServer(_Server):
-    def __init__(self, model: ScriptedModel) -> None:
-        super().__init__(model)
-        self.RequestHandlerClass = _PlainHandler  # socketserver builds one per request
-
-
 class PlainScriptedModel(ScriptedModel):
     """A ScriptedModel for non-streamed Chat Completions and Responses API requests."""
 
-    def start(self) -> PlainScriptedModel:
-        if self._server is None:
-            self._server = _PlainServer(self)
-            host, port = self._server.server_address[:2]
-            self.base_url = f"http://{host}:{port}/v1"
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                name="scripted-model-plain", daemon=True,
-            )
-            self._thread.start()
-        return self
+    handler = _PlainHandler

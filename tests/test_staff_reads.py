@@ -12,7 +12,6 @@ term. Assertions compute booleans first, so a failure never prints a secret.
 import time
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.db import DatabaseError
 from django.test import Client
 
@@ -25,6 +24,7 @@ from tests.multiprocess.servers import servers  # noqa: F401  (a fixture)
 
 from .memory_helpers import event_values, fresh_throttle, seed  # noqa: F401  (fresh_throttle is autouse)
 from .test_plain_words import CODE_LIKE
+from .test_staff_privacy import staff_client
 
 SECRET = "Falcon-9931"
 TITLE_SECRET = "Heron-5120"
@@ -40,15 +40,6 @@ VIEW = (
     ("agentmemory", "view_memoryproposal"), ("chat", "view_conversation"), ("chat", "view_message"),
 )
 CONTENT = ("agentmemory", "view_memory_content")
-
-
-def staff_client(make_user, name, *permissions):
-    person = make_user(name, f"pw-{name}-123", is_staff=True)
-    for app_label, codename in permissions:
-        person.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-    client = Client()
-    client.force_login(person)
-    return person, client
 
 
 def views_of(person):
