@@ -173,7 +173,7 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         slot = await sync_to_async(budget.acquire_turn, thread_sensitive=False)(request.user.pk)
         if slot is None:
             # Not a turn after all: the rate budget the throttle took is given back.
-            await sync_to_async(budget.give_back, thread_sensitive=False)(budget.person_key(request.user.pk))
+            await sync_to_async(budget.give_back, thread_sensitive=False)(getattr(request, "turn_budget", None))
             return Response(
                 {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                  "detail": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running; wait for one "

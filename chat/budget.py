@@ -54,6 +54,10 @@ PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 class Decision:
     allowed: bool
     retry_after: int = 0  # whole seconds, at least 1 when refused
+    # The window counter an allowed `take` spent its unit in ("" when nothing
+    # was counted): `give_back` refunds that counter, never the window in
+    # force when the refund happens, which may be the next one.
+    counter: str = ""
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -101,18 +105,20 @@ def take(key: str, rate: str | None = None, *, now: float | None = None) -> Deci
         return ALLOWED
     elapsed = now - window * period
     if before * (1 - elapsed / period) + count <= limit:
-        return ALLOWED
+        return Decision(True, counter=current)
     refund(current)
     return Decision(False, _retry_after(limit, period, count - 1, before, elapsed))
 
 
-def give_back(key: str, rate: str | None = None, *, now: float | None = None) -> None:
-    """Return one unit spent by `take` (a turn refused for another reason)."""
-    parsed = parse_rate(rate if rate is not None else turn_rate())
-    if parsed is None:
-        return
-    now = time.time() if now is None else now
-    refund(f"budget:{key}:{int(now // parsed[1])}")
+def give_back(spent: Decision | None) -> None:
+    """Return the unit an allowed `take` spent (a turn refused for another reason after it).
+
+    The refund goes to the counter the unit was spent in: a turn admitted at
+    the end of one window and refused in the next must not leave the first
+    window a unit short (nor give the next one a unit it never spent).
+    """
+    if spent is not None and spent.counter:
+        refund(spent.counter)
 
 
 def refund(counter: str) -> None:
@@ -265,6 +271,8 @@ class ChatTurnThrottle(FailOpenThrottle, ScopedRateThrottle):
         user = request.user
         key = person_key(user.pk) if user and user.is_authenticated else f"turns:address:{self.get_ident(request)}"
         self.decision = take(key, self.rate)
+        # The view gives the unit back when the turn does not run after all (chat/api.py).
+        request.turn_budget = self.decision
         return self.decision.allowed
 
     def wait(self):

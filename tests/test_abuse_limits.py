@@ -46,9 +46,32 @@ def test_retry_after_is_when_the_next_attempt_fits():
 
 def test_give_back_returns_one_unit():
     start = 3_000_000 * 60.0
-    assert budget.take("g", "1/min", now=start)
-    budget.give_back("g", "1/min", now=start)
+    spent = budget.take("g", "1/min", now=start)
+    assert spent
+    budget.give_back(spent)
     assert budget.take("g", "1/min", now=start + 1)
+
+
+def test_give_back_refunds_the_window_the_unit_was_spent_in():
+    """A turn admitted in the last moment of a window and refused (no slot) in the next gives its unit back
+    to the window it spent it in: that window's count is what the next window weighs."""
+    start = 4_000_000 * 60.0
+    window = int(start // 60)
+    for i in range(2):
+        assert budget.take("w", "3/min", now=start + 58 + i)
+    late = budget.take("w", "3/min", now=start + 59.9)
+    assert late and cache.get(f"budget:w:{window}") == 3
+    budget.give_back(late)  # refunded at start + 60.1: the next window is in force by then
+    assert cache.get(f"budget:w:{window}") == 2
+    assert cache.get(f"budget:w:{window + 1}") is None
+    # Early in the next window 2 of the previous weigh ~2, so exactly one more fits.
+    assert budget.take("w", "3/min", now=start + 60.1)
+    assert not budget.take("w", "3/min", now=start + 60.2)
+
+
+def test_give_back_of_an_uncounted_decision_is_a_no_op():
+    budget.give_back(None)
+    budget.give_back(budget.ALLOWED)  # the cache was down, or no rate: nothing was spent
 
 
 def test_a_failing_cache_lets_turns_through(monkeypatch, caplog):
