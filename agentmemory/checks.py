@@ -39,12 +39,13 @@ def check_limits(app_configs=None, **kwargs):
             hint="Set AGENTMEMORY_DEFAULT_SAVE_MODE to auto (save a finished reply's change) or ask (propose it).",
             id="agentmemory.E005",
         ))
-    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS", "PROPOSAL_TTL_DAYS"):
+    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS", "PROPOSAL_TTL_DAYS", "VERSION_RETENTION_DAYS"):
         value = values[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             errors.append(
                 Error(
-                    f"AGENTMEMORY['{key}'] is {value!r}; it must be a number of seconds above 0.",
+                    f"AGENTMEMORY['{key}'] is {value!r}; it must be a number of "
+                    f"{'days' if key.endswith('_DAYS') else 'seconds'} above 0.",
                     hint=f"Remove it to use the default {DEFAULTS[key]}.",
                     id="agentmemory.E003",
                 )
@@ -54,7 +55,7 @@ def check_limits(app_configs=None, **kwargs):
     except ValueError as exc:
         errors.append(Error(str(exc), hint="Set AGENTMEMORY_POLICY_VERSION to a shipped policy.",
                             id="agentmemory.E004"))
-    for key in ("MAX_TOOL_FAILURES", "COMMIT_ATTEMPTS"):
+    for key in ("MAX_TOOL_FAILURES", "COMMIT_ATTEMPTS", "VERSIONS_KEPT"):
         value = values[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             errors.append(

@@ -36,9 +36,18 @@ DEFAULTS = {
     "DEFAULT_SAVE_MODE": "auto",
     # How long a pending proposal waits before `memory_expire_proposals` deletes it.
     "PROPOSAL_TTL_DAYS": 7,
+    # Versions (`MemoryVersion`): how many changes each person can look back on
+    # and undo, and for how long; older ones are pruned in the commit and by
+    # `memory_prune_versions`.
+    "VERSIONS_KEPT": 50,
+    "VERSION_RETENTION_DAYS": 30,
     # Dotted path of a callable (user_id, conversation_ids) -> {id: {"title", "url"}}
     # that names the chats entries came from on the memory page ("" = no links).
     "SOURCE_LINKS": "",
+    # Dotted path of a callable (user_id) -> {kind: count} that deletes the
+    # person's conversations, messages and their search index, for "Erase
+    # memory and chats" ("" = the page offers only "Erase memory").
+    "ERASE_CHATS": "",
 }
 
 
@@ -56,6 +65,9 @@ class MemorySettings:
     default_save_mode: str
     proposal_ttl_days: float
     source_links: str
+    versions_kept: int
+    version_retention_days: float
+    erase_chats: str
 
 
 _built: tuple = (None, None)  # (the AGENTMEMORY dict it was built from, its MemorySettings)
@@ -94,4 +106,7 @@ def _build(configured) -> MemorySettings:
         default_save_mode=str(values["DEFAULT_SAVE_MODE"]),
         proposal_ttl_days=float(values["PROPOSAL_TTL_DAYS"]),
         source_links=str(values["SOURCE_LINKS"] or ""),
+        versions_kept=int(values["VERSIONS_KEPT"]),
+        version_retention_days=float(values["VERSION_RETENTION_DAYS"]),
+        erase_chats=str(values["ERASE_CHATS"] or ""),
     )

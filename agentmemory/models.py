@@ -194,3 +194,67 @@ class MemoryProposal(models.Model):
 
     def __str__(self):
         return f"Memory proposal {self.pk} of {self.user.get_username()}"
+
+
+class ChangeKind(models.TextChoices):
+    """What kind of change a version records (`MemoryVersion.kind`)."""
+
+    CHANGE = "change", "Change"
+    UNDO = "undo", "Undo"
+    RESTORE = "restore", "Restore"
+
+
+class MemoryVersion(models.Model):
+    """One document as one committed change found it and left it.
+
+    Memory content, the same privacy class as the documents: covered by
+    erase, export, account deletion and the staff content permission; never
+    logged, traced or put in an event. Written by `agentmemory.store` in the
+    transaction of the change it records, one row per changed document, and
+    bounded per person (AGENTMEMORY VERSIONS_KEPT and VERSION_RETENTION_DAYS,
+    pruned in the commit and by `memory_prune_versions`).
+
+    `before` is the document's previous content ("" when it was empty) with
+    its per-entry provenance; `after` what the change left ("" when it
+    emptied the document). `event` is the change's audit event: a History row
+    and its versions are one change. `by`, `conversation_id` and `turn_id`
+    say where the change came from (ids only, as `agentmemory.provenance`
+    does); the chat clears `conversation_id` when that conversation goes.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_versions"
+    )
+    event = models.ForeignKey(MemoryEvent, on_delete=models.CASCADE, related_name="versions")
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
+    before = models.TextField(blank=True)
+    before_provenance = models.JSONField(null=True, blank=True)
+    after = models.TextField(blank=True)
+    kind = models.CharField(max_length=16, choices=ChangeKind.choices, default=ChangeKind.CHANGE)
+    by = models.CharField(max_length=16)
+    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    turn_id = models.CharField(max_length=64, blank=True, default="")
+    schema_version = models.PositiveSmallIntegerField(default=SCHEMA_VERSION)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "agentmemory_version"
+        verbose_name = "memory version"
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["user", "-id"], name="agentmemory_version_user"),
+            models.Index(fields=["created_at"], name="agentmemory_version_time"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(memory_type__in=["user", "memory"]), name="agentmemory_version_type_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"Version {self.pk} of the {self.get_memory_type_display().lower()} of {self.user.get_username()}"
+
+    @property
+    def log_label(self) -> str:
+        """The admin log's label: by id, so no username outlives a deleted account there."""
+        return f"Version {self.pk} of user {self.user_id}"

@@ -37,6 +37,8 @@ class Source:
     at: str  # ISO 8601
     conversation_id: int | None = None
     turn_id: str = ""
+    # Put back by an undo or a restore of an earlier version ("Restored by you").
+    restored: bool = False
 
     def as_json(self) -> dict:
         data: dict = {"by": self.by, "at": self.at}
@@ -44,6 +46,8 @@ class Source:
             data["conversation_id"] = self.conversation_id
         if self.turn_id:
             data["turn_id"] = self.turn_id
+        if self.restored:
+            data["restored"] = True
         return data
 
     @classmethod
@@ -56,13 +60,15 @@ class Source:
             conversation_id=conversation if isinstance(conversation, int) and not isinstance(conversation, bool)
             else None,
             turn_id=str(data.get("turn_id") or "")[:64],
+            restored=data.get("restored") is True,
         )
 
 
-def source(by: str, at: datetime, *, conversation_id: int | None = None, turn_id: str = "") -> Source:
+def source(by: str, at: datetime, *, conversation_id: int | None = None, turn_id: str = "",
+           restored: bool = False) -> Source:
     if by not in ROLES:
         raise ValueError(f"unknown source role {by!r}")
-    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64])
+    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64], restored=restored)
 
 
 Sources = Mapping[str, Sequence["Source | None"]]
@@ -96,7 +102,7 @@ def without_conversation(sources: Sequence[Source | None], conversation_id: int)
     kept = []
     for item in sources:
         if item is not None and item.conversation_id == conversation_id:
-            item = Source(by=item.by, at=item.at)
+            item = Source(by=item.by, at=item.at, restored=item.restored)
             changed = True
         kept.append(item)
     return tuple(kept), changed

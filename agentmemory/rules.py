@@ -322,10 +322,11 @@ def _key_names(keys: set) -> str:
     return ", ".join(parts)
 
 
-def check_batch_size(count: int) -> None:
-    if not MIN_OPERATIONS <= count <= MAX_OPERATIONS:
+def check_batch_size(count: int, maximum: int | None = None) -> None:
+    maximum = MAX_OPERATIONS if maximum is None else maximum
+    if not MIN_OPERATIONS <= count <= maximum:
         raise MemoryValidationError(
-            f"A batch holds {MIN_OPERATIONS} to {MAX_OPERATIONS} operations; this one has {count}.",
+            f"A batch holds {MIN_OPERATIONS} to {maximum} operations; this one has {count}.",
             code="batch_size",
         )
 
@@ -390,14 +391,18 @@ def apply_operations(
     snapshot: Snapshot,
     operations: Sequence[Operation],
     limits: Mapping[str, int] = LIMITS,
+    *,
+    max_operations: int | None = None,
 ) -> Snapshot:
     """Return the snapshot after the ordered batch, or raise and change nothing.
 
     Each operation sees the result of the one before it; capacity is checked
     once, after the whole batch, so a consolidation can shorten an entry and
-    add a new one in a single call.
+    add a new one in a single call. `max_operations` replaces the batch-size
+    cap (MAX_OPERATIONS) for batches trusted code derives from stored
+    versions, never for a model's or a caller's.
     """
-    return apply_batch(snapshot, operations, limits).snapshot
+    return apply_batch(snapshot, operations, limits, max_operations=max_operations).snapshot
 
 
 def apply_batch(
@@ -406,6 +411,7 @@ def apply_batch(
     limits: Mapping[str, int] = LIMITS,
     *,
     forgive: bool = False,
+    max_operations: int | None = None,
 ) -> Applied:
     """Apply the ordered batch like `apply_operations`; return what it did.
 
@@ -423,7 +429,7 @@ def apply_batch(
     to stage instead (`Applied.to_stage`). When the match is found in the
     other document, the slip is ambiguous and still refused (`no_match`).
     """
-    check_batch_size(len(operations))
+    check_batch_size(len(operations), max_operations)
     entries = {"user": list(snapshot.user), "memory": list(snapshot.memory)}
     pinned: list[Operation] = []
     effects: list[str] = []

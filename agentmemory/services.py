@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from . import preferences, proposals
 from .conf import memory_settings
-from .models import Actor, MemoryEvent, MemoryProposal, Outcome
+from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
 from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
-from .store import CommitResult, commit_operations, erase, load_snapshot
+from .store import CommitResult, Erased, commit_operations, erase, load_snapshot
 
 
 def commit_batch(
@@ -71,20 +73,43 @@ def remove_entry(*, user_id, target: str, entry: str) -> CommitResult:
     )
 
 
-def erase_memory(*, user_id, actor: str, staff=None) -> int:
-    """Delete both documents of one person (audited); return the rows removed.
+def erase_memory(*, user_id, actor: str, staff=None, with_chats: bool = False) -> Erased:
+    """Erase the person's memory: documents, provenance, versions, proposals (audited); return the receipt.
 
-    `staff`, the signed-in staff member of an admin erase, is named on the
-    event in the same transaction as the erase.
+    `with_chats` also erases their conversations, messages and search index
+    in the same transaction, through the project's AGENTMEMORY["ERASE_CHATS"]
+    callable (`chats_erasable()` says whether there is one). `staff`, the
+    signed-in staff member of an admin erase, is named on the event in the
+    same transaction as the erase.
     """
+    also = _chat_eraser() if with_chats else None
+    if with_chats and also is None:
+        raise ImproperlyConfigured("Erasing chats needs AGENTMEMORY['ERASE_CHATS'] (a dotted path).")
     with transaction.atomic():
-        deleted = erase(user_id=user_id, actor=actor)
-        # Pending proposals are memory content too ("ask before saving").
-        MemoryProposal.objects.filter(user_id=user_id).delete()
+        receipt = erase(user_id=user_id, actor=actor, also=also)
         if staff is not None:
             _name_staff(user_id=user_id, actor=actor, staff=staff)
+    if with_chats:
+        _after_chats_erased()
     broadcast_memory_changed_sync(user_id, Snapshot(), memory_settings().limits)
-    return deleted
+    return receipt
+
+
+def chats_erasable() -> bool:
+    """True when the project can erase a person's chats with their memory (AGENTMEMORY["ERASE_CHATS"])."""
+    return bool(memory_settings().erase_chats)
+
+
+def _chat_eraser():
+    path = memory_settings().erase_chats
+    return import_string(path) if path else None
+
+
+def _after_chats_erased() -> None:
+    """Run the eraser's `after_commit` (e.g. compacting a search index), if it has one, after the transaction."""
+    after = getattr(_chat_eraser(), "after_commit", None)
+    if after is not None:
+        after()
 
 
 def set_use_memory(*, user_id, use_memory: bool, actor: str = Actor.USER, staff=None) -> bool:

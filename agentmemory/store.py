@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -54,7 +54,17 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .conf import memory_settings
-from .models import SCHEMA_VERSION, Actor, MemoryDocument, MemoryEvent, MemoryPreference, MemoryProposal, Outcome
+from .models import (
+    SCHEMA_VERSION,
+    Actor,
+    ChangeKind,
+    MemoryDocument,
+    MemoryEvent,
+    MemoryPreference,
+    MemoryProposal,
+    MemoryVersion,
+    Outcome,
+)
 from .rules import (
     TARGETS,
     MemoryValidationError,
@@ -124,6 +134,9 @@ class CommitResult:
     duration_ms: int
     outcome: str = Outcome.COMMITTED
     limits: Mapping[str, int] = field(default_factory=dict)
+    # The change's audit event, which its versions name (`MemoryVersion.event`):
+    # what "Undo" undoes. None when nothing changed.
+    change_id: int | None = None
 
 
 # --- reads -------------------------------------------------------------------
@@ -323,12 +336,21 @@ def commit_operations(
     limits: Mapping[str, int] | None = None,
     precondition: Callable[[Snapshot], None] | None = None,
     origin: Mapping | None = None,
+    max_operations: int | None = None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
 
     Every entry the batch writes records where it came from (`provenance`):
     the actor, now, and `origin`'s `conversation_id` / `turn_id` (and `by`,
-    e.g. "agent" for a proposal the person saved); surviving entries keep theirs.
+    e.g. "agent" for a proposal the person saved; `restored` for an undo or a
+    restore, whose `kind` the versions record); surviving entries keep theirs.
+
+    Each changed document keeps a version in the same transaction: what it
+    held before, with its provenance, and what the batch left
+    (`MemoryVersion`, linked to the change's event); the person's oldest
+    versions past VERSIONS_KEPT changes or VERSION_RETENTION_DAYS go in the
+    same transaction. `max_operations` lifts the batch-size cap for batches
+    that trusted code derives from stored versions (undo, restore).
 
     Raise MemoryValidationError (nothing written) when the batch no longer
     fits the latest memory, CommitCancelled when `should_cancel` turned True.
@@ -373,18 +395,27 @@ def commit_operations(
                 current = stored.snapshot
                 if precondition is not None:
                     precondition(current)
-                updated = apply_operations(current, operations, limits)
+                updated = apply_operations(current, operations, limits, max_operations=max_operations)
                 if cancelled():
                     raise CommitCancelled()
                 changed = changed_targets(current, updated)
                 now = sql.now()
-                sources = provenance.carry(current, stored.sources, updated, _origin(actor, origin))
+                source = _origin(actor, origin)
+                sources = provenance.carry(current, stored.sources, updated, source)
                 _persist(cursor, sql, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
-                cursor.execute(sql.insert_event, _event_params(
+                params = _event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
                     retry_count=retry_count, started=started, error_code="", now=now,
-                ))
+                )
+                change_id = None
+                if changed:
+                    cursor.execute(sql.insert_event_returning, params)
+                    change_id = cursor.fetchone()[0]
+                    _keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
+                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config)
+                else:
+                    cursor.execute(sql.insert_event, params)
                 if cancelled():
                     raise CommitCancelled()
             break
@@ -410,7 +441,25 @@ def commit_operations(
         duration_ms=_elapsed_ms(started),
         outcome=outcome,
         limits=dict(limits),
+        change_id=change_id,
     )
+
+
+def _keep_versions(cursor, sql: _Statements, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
+                   now, source: provenance.Source, *, kind: str, config) -> None:
+    """Record each changed document's version for this change, then prune the person's oldest ones."""
+    for target in targets:
+        before = stored.snapshot.entries(target)
+        before_sources = _SOURCES_FIELD.get_db_prep_save(
+            provenance.to_json(stored.sources.get(target) or ()) if before else None, connection)
+        cursor.execute(sql.insert_version, [
+            owner, change_id, target, render_document(before), before_sources,
+            render_document(updated.entries(target)), str(kind), source.by, source.conversation_id,
+            source.turn_id, SCHEMA_VERSION, now,
+        ])
+    cutoff = timezone.now() - timedelta(days=config.version_retention_days)
+    cutoff = cutoff if sql.now_as_is else sql.now_field.get_db_prep_value(cutoff, connection)
+    cursor.execute(sql.prune_versions, [owner, cutoff, owner, max(1, config.versions_kept)])
 
 
 def _transaction(db):
@@ -506,6 +555,7 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
         origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM), timezone.now(),
         conversation_id=conversation_id if isinstance(conversation_id, int) else None,
         turn_id=str(origin.get("turn_id") or ""),
+        restored=bool(origin.get("restored")),
     )
 
 
@@ -519,6 +569,13 @@ _EVENT_COLUMNS = (
 )
 
 
+# MemoryVersion's columns in the order `_keep_versions` fills them.
+_VERSION_COLUMNS = (
+    "user", "event", "memory_type", "before", "before_provenance", "after", "kind", "by", "conversation_id",
+    "turn_id", "schema_version", "created_at",
+)
+
+
 @dataclass(frozen=True)
 class _Statements:
     lock_owner: str
@@ -527,6 +584,9 @@ class _Statements:
     update_row: str
     delete_row: str
     insert_event: str
+    insert_event_returning: str
+    insert_version: str
+    prune_versions: str
     event_fields: tuple
     owner_field: object = None  # the user model's primary key field
     # PostgreSQL on psycopg 3: Django's server-side binding cursor class, so
@@ -595,9 +655,14 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at",
         "provenance",
     )
+    versions, version_user, version_event, version_created = names(MemoryVersion, "user", "event", "created_at")
+    version_columns = [quote(MemoryVersion._meta.get_field(f).column) for f in _VERSION_COLUMNS]
     model_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
     direct_event = sorted(f.name for f in model_fields) == sorted(_EVENT_COLUMNS)
     event_fields = tuple(MemoryEvent._meta.get_field(n) for n in _EVENT_COLUMNS) if direct_event else model_fields
+    insert_event = (f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
+                    f"({', '.join(quote(f.column) for f in event_fields)}) "
+                    f"VALUES ({', '.join(['%s'] * len(event_fields))})")
     # The lock query also reads whether the account is active and whether
     # the person's memory switch is on (no preference row: on), so an
     # agent's commit for an account deactivated or switched off mid-turn
@@ -653,8 +718,16 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         update_row=f"UPDATE {table} SET {content} = %s, {version} = %s, {sources} = %s, {modified} = %s "
         f"WHERE {pk} = %s",
         delete_row=f"DELETE FROM {table} WHERE {pk} = %s",
-        insert_event=f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in event_fields)}) VALUES ({', '.join(['%s'] * len(event_fields))})",
+        insert_event=insert_event,
+        insert_event_returning=f"{insert_event} RETURNING {quote(MemoryEvent._meta.pk.column)}",
+        insert_version=f"INSERT INTO {versions} ({', '.join(version_columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(version_columns))})",
+        # A person's versions past the newest VERSIONS_KEPT changes, or older
+        # than the retention, in one statement (the subquery is NULL, and
+        # keeps everything, while the person has fewer changes).
+        prune_versions=f"DELETE FROM {versions} WHERE {version_user} = %s AND ({version_created} < %s OR "
+        f"{version_event} <= (SELECT DISTINCT {version_event} FROM {versions} WHERE {version_user} = %s "
+        f"ORDER BY {version_event} DESC LIMIT 1 OFFSET %s))",
         event_fields=event_fields,
         owner_field=user_model._meta.pk,
         direct_event=direct_event,
@@ -811,7 +884,10 @@ _SOURCES_FIELD = MemoryDocument._meta.get_field("provenance")
 
 
 def forget_conversation(*, user_id, conversation_id: int) -> int:
-    """Drop the links to a deleted conversation from the person's entries (the entries stay); return rows changed."""
+    """Drop the links to a deleted conversation from the person's entries and versions (the text stays).
+
+    Return how many rows changed.
+    """
     changed_rows = 0
     with transaction.atomic():
         lock_person(user_id=user_id)
@@ -821,21 +897,61 @@ def forget_conversation(*, user_id, conversation_id: int) -> int:
             if changed:
                 MemoryDocument.objects.filter(pk=row.pk).update(provenance=provenance.to_json(sources))
                 changed_rows += 1
+        changed_rows += MemoryVersion.objects.filter(user_id=user_id, conversation_id=conversation_id).update(
+            conversation_id=None, turn_id="")
+        for version in MemoryVersion.objects.filter(user_id=user_id).exclude(before="").only(
+                "before", "before_provenance"):
+            sources, changed = provenance.without_conversation(
+                provenance.aligned(parse_document(version.before), version.before_provenance), conversation_id)
+            if changed:
+                MemoryVersion.objects.filter(pk=version.pk).update(before_provenance=provenance.to_json(sources))
+                changed_rows += 1
     return changed_rows
 
 
-def erase(*, user_id, actor: str = Actor.USER) -> int:
-    """Delete both documents of one person; return how many rows went."""
+@dataclass(frozen=True)
+class Erased:
+    """What an erase removed, by kind, with counts and the time: the receipt (never content).
+
+    `removed` counts the person's profile entries and notes entries, the
+    versions and the pending proposals, and whatever `also` erased with them
+    (the chat's conversations, messages and search index rows).
+    """
+
+    removed: Mapping[str, int]
+    at: datetime
+
+
+def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[str, int]] | None = None) -> Erased:
+    """Delete everything the person's memory holds, in one transaction under their lock; return the receipt.
+
+    Both documents (and with them every entry's provenance), every version and
+    every pending proposal; `also(user_id)`, when given, erases more in the
+    same transaction and returns its own counts. The receipt is kept as the
+    erase's audit event (counts only). Raise UnknownUser for no account.
+    """
     started = time.monotonic()
     with transaction.atomic():
         with connection.cursor() as cursor:
             _lock_owner(cursor, _statements(), user_id)
-        deleted, _ = MemoryDocument.objects.filter(user_id=user_id).delete()
-        MemoryEvent.objects.create(
-            user_id=user_id, actor=actor, outcome=Outcome.ERASED,
+        entries = {"user": 0, "memory": 0}
+        for memory_type, content in MemoryDocument.objects.filter(user_id=user_id).values_list(
+                "memory_type", "content"):
+            entries[memory_type] = len(parse_document(content))
+        MemoryDocument.objects.filter(user_id=user_id).delete()
+        removed = {
+            "profile_entries": entries["user"],
+            "notes_entries": entries["memory"],
+            "versions": MemoryVersion.objects.filter(user_id=user_id).delete()[0],
+            "proposals": MemoryProposal.objects.filter(user_id=user_id).delete()[0],
+        }
+        if also is not None:
+            removed.update({str(kind): int(count) for kind, count in also(user_id).items()})
+        event = MemoryEvent.objects.create(
+            user_id=user_id, actor=actor, outcome=Outcome.ERASED, actions=removed,
             user_characters=0, memory_characters=0, duration_ms=_elapsed_ms(started),
         )
-    return deleted
+    return Erased(removed=removed, at=event.created_at)
 
 
 def lock_owner_for_deletion(*, user_id) -> None:
@@ -854,6 +970,7 @@ def lock_owner_for_deletion(*, user_id) -> None:
         sql = _statements()
         cursor.execute(sql.lock_owner, [sql.owner(user_id)])
     # The cascade's own query ran before the lock: delete what a writer wrote since.
+    MemoryVersion.objects.filter(user_id=user_id).delete()
     MemoryDocument.objects.filter(user_id=user_id).delete()
     MemoryEvent.objects.filter(user_id=user_id).delete()
     MemoryProposal.objects.filter(user_id=user_id).delete()

@@ -118,6 +118,7 @@ class MemoryOutcome:
     code: str = ""
     memory_full: bool = False
     proposal_id: int | None = None  # status proposed: the proposal to save or discard
+    change_id: int | None = None  # status committed with a change: the change to undo (`agentmemory.versions`)
 
     @property
     def message(self) -> str:
@@ -138,6 +139,7 @@ class MemoryOutcome:
             "code": self.code,
             "memory_full": self.memory_full,
             "proposal_id": self.proposal_id,
+            "change_id": self.change_id,
         }
 
 
@@ -389,6 +391,7 @@ class MemoryTurn:
         outcome = self._settle(MemoryOutcome(
             COMMITTED, operation_count=count, changed=tuple(result.changed),
             usage=notify.usage_payload(result.snapshot, self.limits), code=code,
+            change_id=result.change_id,
         ))
         if result.changed:
             announced = await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))

@@ -341,6 +341,9 @@ def source_text(source, link: Mapping | None = None) -> str:
     if source is None:
         return ""
     when = _short_date(source.at)
+    if source.restored:
+        return ("Restored by you" if source.by == "user" else "Restored by support staff"
+                if source.by == "staff" else "Restored by the system") + when
     if source.by == "agent":
         if link:
             return f"From your chat \u201c{link['title']}\u201d{when}"

@@ -81,6 +81,10 @@ class MemoryOutcomeSerializer(serializers.Serializer):
     proposal_id = serializers.IntegerField(
         allow_null=True, help_text="status proposed: the proposal to save or discard (/api/memory/proposals/).",
     )
+    change_id = serializers.IntegerField(
+        allow_null=True, required=False,
+        help_text="status committed with a change: the change to undo (/api/memory/changes/<id>/undo/).",
+    )
 
 
 class TurnResponseSerializer(serializers.Serializer):

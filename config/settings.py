@@ -327,6 +327,8 @@ AGENTMEMORY = {
     "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v3"),
     "DEFAULT_SAVE_MODE": env.str("AGENTMEMORY_DEFAULT_SAVE_MODE", default="auto"),
     "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
+    "VERSIONS_KEPT": env.int("AGENTMEMORY_VERSIONS_KEPT", default=50),
+    "VERSION_RETENTION_DAYS": env.float("AGENTMEMORY_VERSION_RETENTION_DAYS", default=30),
     # The memory page links each entry to the chat it came from.
     "SOURCE_LINKS": "chat.sources.conversation_links",
 }

@@ -20,7 +20,7 @@ from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 
 from agentmemory import store
-from agentmemory.models import SCHEMA_VERSION, MemoryDocument, MemoryEvent, Outcome
+from agentmemory.models import SCHEMA_VERSION, MemoryDocument, MemoryEvent, MemoryVersion, Outcome
 from agentmemory.rules import SEPARATOR, MemoryValidationError, Operation, Snapshot
 
 SENTINEL = "SENTINEL-9d41-basalt-kestrel"
@@ -196,10 +196,14 @@ def test_deleting_the_account_deletes_its_memory(user, other_user):
 def test_erase_removes_both_rows_and_leaves_other_people_alone(user, other_user):
     seed(user, user_entries=["likes tea"], memory_entries=["uses postgres"])
     seed(other_user, memory_entries=["bob's note"])
-    assert store.erase(user_id=user.pk) == 2
+    receipt = store.erase(user_id=user.pk)
+    assert receipt.removed == {"profile_entries": 1, "notes_entries": 1, "versions": 2, "proposals": 0}
     assert rows_of(user) == {}
+    assert not MemoryVersion.objects.filter(user=user).exists()
     assert store.load_snapshot(user_id=other_user.pk) == Snapshot(memory=("bob's note",))
-    assert MemoryEvent.objects.filter(user=user, outcome=Outcome.ERASED).count() == 1
+    assert MemoryVersion.objects.filter(user=other_user).count() == 1
+    event = MemoryEvent.objects.get(user=user, outcome=Outcome.ERASED)
+    assert event.actions == receipt.removed and event.created_at == receipt.at
 
 
 def test_commit_for_an_unknown_account_writes_nothing(db):
