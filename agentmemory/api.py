@@ -25,12 +25,19 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from . import preferences, proposals, services
+from . import preferences, proposals, services, versions, words
 from .conf import memory_settings
 from .models import Actor
 from .parsers import TOO_DEEP, BodyTooLarge, BoundedJSONParser, JSONTooDeep, too_large_message
 from .rules import MemoryValidationError, parse_operations
-from .selectors import export_payload, memory_state, proposal_payload, state_payload
+from .selectors import (
+    change_payload,
+    memory_state,
+    person_export,
+    proposal_payload,
+    receipt_payload,
+    state_payload,
+)
 from .serializers import (
     CommitResponseSerializer,
     ExportSerializer,
@@ -41,6 +48,10 @@ from .serializers import (
     ProposalSaveSerializer,
     ProposalSerializer,
     OperationBatchSerializer,
+    ChangeListSerializer,
+    ChangeSerializer,
+    EraseReceiptSerializer,
+    UndoResponseSerializer,
 )
 from .store import MemoryUnavailable, UnknownUser
 from .throttling import FailOpenThrottle
@@ -227,15 +238,26 @@ class MemoryView(MemoryAPIView):
         operation_id="memory_erase",
         tags=["memory"],
         summary="Erase your memory",
-        description="Delete both documents. The erase is recorded (without content) in your history. "
-                    "Copies in database backups remain until their retention expires.",
+        description="Delete both documents with every entry's provenance, every earlier version and every "
+                    "pending proposal; with include=chats, also every conversation, its messages and their "
+                    "search index, in the same transaction. Answers the receipt: what was removed, by kind, "
+                    "with counts and the time, which your history keeps (counts only). Copies in database "
+                    "backups remain until their retention expires (docs/privacy.md).",
+        parameters=[OpenApiParameter(
+            "include", OpenApiTypes.STR, OpenApiParameter.QUERY, enum=["chats"], required=False,
+            description="chats: erase your conversations with your memory.")],
         request=None,
-        responses={204: OpenApiResponse(description="Both documents are empty now."), 403: NOT_SIGNED_IN_RESPONSE,
+        responses={200: EraseReceiptSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
                    410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
     )
     def delete(self, request):
-        services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        include = request.query_params.get("include")
+        if include not in (None, "chats"):
+            return _error("invalid_include", 'include takes one value: "chats" (erase your conversations too).')
+        if include and not services.chats_erasable():
+            return _error("invalid_include", "This deployment keeps no conversations here to erase.")
+        receipt = services.erase_memory(user_id=request.user.pk, actor=Actor.USER, with_chats=bool(include))
+        return Response(EraseReceiptSerializer(receipt_payload(receipt)).data)
 
 
 class MemoryOperationsView(MemoryAPIView):
@@ -276,8 +298,7 @@ class MemoryExportView(MemoryAPIView):
     )
     def get(self, request):
         now = timezone.now()
-        payload = export_payload(memory_state(user_id=request.user.pk), exported_at=now,
-                                 proposals=proposals.pending(user_id=request.user.pk))
+        payload = person_export(user_id=request.user.pk, exported_at=now)
         response = Response(ExportSerializer(payload).data)
         response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
         response["Cache-Control"] = "no-store"
@@ -440,3 +461,104 @@ class ProposalSaveView(ProposalAPIView):
         payload = state_payload(memory_state(user_id=request.user.pk))
         payload.update(outcome=result.outcome, changed=list(result.changed))
         return Response(CommitResponseSerializer(payload).data)
+
+
+# --- versions: undo and restore -----------------------------------------------------
+
+
+CHANGE_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH,
+                             description="The change's id (`change_id` of a chat turn's memory outcome).")
+CHANGE_GONE = OpenApiResponse(MemoryErrorSerializer, description="change_not_found: no kept change of yours has "
+                              "this id (pruned, erased, or not yours).")
+CHANGE_CONFLICT = OpenApiResponse(MemoryErrorSerializer, description=(
+    "conflict: an entry the change wrote has changed since (undo), or your memory changed while the restore "
+    "was applied; nothing was changed. nothing_to_undo / already_restored: memory already holds it."))
+
+
+class ChangeAPIView(MemoryAPIView):
+    # Refusals that are about the memory's state, not the request's shape.
+    CONFLICT_CODES = frozenset({"conflict", "no_match", "ambiguous_match", "entry_changed", "nothing_to_undo",
+                                "already_restored"})
+    action = "undo"
+
+    def handle_exception(self, exc):
+        if isinstance(exc, versions.ChangeGone):
+            return _error("change_not_found", words.CHANGE_GONE, status_code=status.HTTP_404_NOT_FOUND)
+        if isinstance(exc, MemoryValidationError):
+            # The person's words, not the model's: an undo is never a model's batch.
+            detail = words.undo_message(exc.code, action=self.action, target=exc.target,
+                                        limits=memory_settings().limits)
+            conflict = exc.code in self.CONFLICT_CODES
+            code = "conflict" if exc.code in ("no_match", "ambiguous_match", "entry_changed") else exc.code
+            return _error(code, detail, status_code=status.HTTP_409_CONFLICT if conflict else 400)
+        return super().handle_exception(exc)
+
+    def committed(self, request, result) -> Response:
+        payload = state_payload(memory_state(user_id=request.user.pk))
+        payload.update(outcome=result.outcome, changed=list(result.changed), change_id=result.change_id)
+        return Response(UndoResponseSerializer(payload).data)
+
+
+class ChangeListView(ChangeAPIView):
+    """The caller's kept changes, each with every document it touched before and after."""
+
+    @extend_schema(
+        operation_id="memory_changes_list", tags=["memory"], summary="Your memory's history of changes",
+        description="Every kept change to your memory, newest first: who made it (the assistant, you, support "
+                    "staff, the system), where it came from, and each document's entries before and after, with "
+                    "what was added, removed and changed. Undo or restore one below.",
+        responses={200: ChangeListSerializer, 403: NOT_SIGNED_IN_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+    )
+    def get(self, request):
+        items = [change_payload(change) for change in versions.changes(user_id=request.user.pk)]
+        return Response(ChangeListSerializer({"changes": items}).data)
+
+
+class ChangeDetailView(ChangeAPIView):
+    """One kept change."""
+
+    @extend_schema(
+        operation_id="memory_change_read", parameters=[CHANGE_ID], tags=["memory"], summary="One memory change",
+        responses={200: ChangeSerializer, 403: NOT_SIGNED_IN_RESPONSE, 404: CHANGE_GONE},
+    )
+    def get(self, request, pk: str):
+        return Response(ChangeSerializer(change_payload(versions.change(user_id=request.user.pk, change_id=pk))).data)
+
+
+class ChangeUndoView(ChangeAPIView):
+    """Undo one change."""
+
+    @extend_schema(
+        operation_id="memory_change_undo", parameters=[CHANGE_ID], tags=["memory"], summary="Undo a memory change",
+        description="Commits the change's inverse, all or nothing: what it added is removed, what it changed "
+                    "goes back, what it removed comes back (at the end of its document). If an entry it wrote "
+                    "has changed since, nothing is changed (409 conflict). Capacity and the content rules hold "
+                    "as for any change. The undo is itself a change, which can be undone.",
+        request=None,
+        responses={200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                   404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
+                   503: UNAVAILABLE_RESPONSE},
+    )
+    def post(self, request, pk: str):
+        return self.committed(request, services.undo_change(user_id=request.user.pk, change_id=pk))
+
+
+class ChangeRestoreView(ChangeAPIView):
+    """Restore the documents as one change left them."""
+
+    action = "restore"
+
+    @extend_schema(
+        operation_id="memory_change_restore", parameters=[CHANGE_ID], tags=["memory"],
+        summary="Restore the version a change left",
+        description="Brings each document this change touched back to the entries it held right after the "
+                    "change, in their order, all or nothing. Changes made since to those documents are undone "
+                    "by it; if your memory changes while it is applied, nothing is changed (409 conflict). The "
+                    "restore is itself a change, which can be undone.",
+        request=None,
+        responses={200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                   404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
+                   503: UNAVAILABLE_RESPONSE},
+    )
+    def post(self, request, pk: str):
+        return self.committed(request, services.restore_change(user_id=request.user.pk, change_id=pk))

@@ -8,4 +8,4 @@ class AgentMemoryConfig(AppConfig):
 
     def ready(self):
         from . import checks  # noqa: F401  (registers the system checks)
-        from . import signals  # noqa: F401  (account deletion takes the memory lock)
+        from . import signals  # noqa: F401  (account deletion takes the memory lock; SQLite's secure_delete)

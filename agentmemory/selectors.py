@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.utils.module_loading import import_string
 
-from . import provenance, words
+from . import proposals, provenance, versions, words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
 from .rules import FULL_PERCENT, TARGETS, TITLES, Usage, usage
@@ -63,6 +63,9 @@ class HistoryRow:
     user_characters: int | None
     memory_characters: int | None
     reason: str
+    # A kept change (`versions.Change`): what it did entry by entry, for its
+    # owner's page only, which offers to undo it or restore the version it left.
+    change: object = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,25 @@ def proposal_payload(proposal) -> dict:
     }
 
 
-def export_payload(state: MemoryState, *, exported_at: datetime, proposals=()) -> dict:
+def change_payload(change) -> dict:
+    """Return one change (`versions.Change`) as the API and the export show it."""
+    documents = {}
+    for document in change.documents:
+        documents[document.target] = {
+            "before": list(document.before),
+            "after": list(document.after),
+            "added": [entry.after for entry in document.entries if entry.kind == "added"],
+            "removed": [entry.before for entry in document.entries if entry.kind == "removed"],
+            "changed": [{"before": entry.before, "after": entry.after}
+                        for entry in document.entries if entry.kind == "changed"],
+        }
+    return {
+        "id": change.id, "created_at": change.created_at, "by": change.by, "kind": change.kind,
+        "conversation_id": change.conversation_id, "turn_id": change.turn_id, "documents": documents,
+    }
+
+
+def export_payload(state: MemoryState, *, exported_at: datetime, proposals=(), changes=()) -> dict:
     """Return a person's memory as a self-describing export.
 
     The entries can be sent back unchanged as `add` operations to
@@ -169,7 +190,24 @@ def export_payload(state: MemoryState, *, exported_at: datetime, proposals=()) -
         },
         # Pending "ask before saving" proposals (`proposals.Proposal`): memory content too.
         "proposals": [proposal_payload(proposal) for proposal in proposals],
+        # Versions (`versions.Change`): memory content too.
+        "changes": [change_payload(change) for change in changes],
     }
+
+
+def receipt_payload(receipt) -> dict:
+    """Return an erase's receipt (`store.Erased`) as the API, the page and the audit show it: counts, never text."""
+    return {"erased_at": receipt.at, "removed": dict(receipt.removed),
+            "summary": f"Erased {words.erase_receipt(receipt.removed)}."}
+
+
+def person_export(*, user_id, exported_at: datetime) -> dict:
+    """Return everything the person's memory holds as one export: documents, proposals, versions.
+
+    Raise `store.MemoryUnavailable` when memory cannot be read.
+    """
+    return export_payload(memory_state(user_id=user_id), exported_at=exported_at,
+                          proposals=proposals.pending(user_id=user_id), changes=versions.changes(user_id=user_id))
 
 
 @dataclass(frozen=True)
@@ -230,7 +268,9 @@ def recent_events(*, user_id, page: int = 1, per_page: int = HISTORY_LENGTH) -> 
     page_count = max(1, -(-total // per_page))
     number = min(max(1, page), page_count)
     start = (number - 1) * per_page
-    chosen = events.order_by("-created_at", "-id")[start:start + per_page]
+    chosen = list(events.order_by("-created_at", "-id")[start:start + per_page])
+    kept = {change.id: change for change in versions.changes(
+        user_id=user_id, event_ids=[event.pk for event in chosen if event.outcome == "committed"])}
     rows = tuple(
         HistoryRow(
             created_at=event.created_at,
@@ -240,6 +280,7 @@ def recent_events(*, user_id, page: int = 1, per_page: int = HISTORY_LENGTH) -> 
             user_characters=event.user_characters,
             memory_characters=event.memory_characters,
             reason=words.event_reason(event.outcome, event.error_code),
+            change=kept.get(event.pk),
         )
         for event in chosen
     )

@@ -78,6 +78,7 @@ class SourceSerializer(serializers.Serializer):
     at = serializers.CharField(help_text="When the entry was last set (ISO 8601).")
     conversation_id = serializers.IntegerField(required=False, help_text="The chat it came from, if any.")
     turn_id = serializers.CharField(required=False)
+    restored = serializers.BooleanField(required=False, help_text="true: put back by an undo or a restore.")
 
 
 class ExportDocumentSerializer(serializers.Serializer):
@@ -151,6 +152,54 @@ class ProposalSaveSerializer(serializers.Serializer):
     edits = ProposalEditSerializer(many=True, required=False, help_text="New text for added facts, by position.")
 
 
+class ChangedEntrySerializer(serializers.Serializer):
+    before = serializers.CharField(help_text="The entry as it was.")
+    after = serializers.CharField(help_text="The entry as the change left it.")
+
+
+class DocumentChangeSerializer(serializers.Serializer):
+    before = serializers.ListField(child=serializers.CharField(), help_text="The document's entries before.")
+    after = serializers.ListField(child=serializers.CharField(), help_text="The document's entries after.")
+    added = serializers.ListField(child=serializers.CharField())
+    removed = serializers.ListField(child=serializers.CharField())
+    changed = ChangedEntrySerializer(many=True)
+
+
+class ChangeDocumentsSerializer(serializers.Serializer):
+    user = DocumentChangeSerializer(required=False, help_text="Present when the change touched the profile.")
+    memory = DocumentChangeSerializer(required=False, help_text="Present when the change touched the notes.")
+
+
+class ChangeSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The change's id (its History event): what undo and restore name.")
+    created_at = serializers.DateTimeField()
+    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system"],
+                                 help_text="Whose change it was (agent: the assistant in a chat).")
+    kind = serializers.ChoiceField(choices=["change", "undo", "restore"])
+    conversation_id = serializers.IntegerField(allow_null=True, help_text="The chat it came from (null once deleted).")
+    turn_id = serializers.CharField(allow_blank=True)
+    documents = ChangeDocumentsSerializer()
+
+
+class ChangeListSerializer(serializers.Serializer):
+    changes = ChangeSerializer(many=True, help_text="Newest first; as many as AGENTMEMORY_VERSIONS_KEPT.")
+
+
+class UndoResponseSerializer(CommitResponseSerializer):
+    change_id = serializers.IntegerField(allow_null=True, help_text="The undo's or restore's own change (it can "
+                                         "be undone too); null when nothing changed.")
+
+
+class EraseReceiptSerializer(serializers.Serializer):
+    erased_at = serializers.DateTimeField()
+    removed = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Counts by kind: profile_entries, notes_entries, versions, proposals; with include=chats also "
+                  "conversations, messages and search_index_rows.",
+    )
+    summary = serializers.CharField(help_text="The receipt as one plain sentence.")
+
+
 class ExportSerializer(serializers.Serializer):
     format = serializers.CharField()
     schema_version = serializers.IntegerField()
@@ -158,3 +207,5 @@ class ExportSerializer(serializers.Serializer):
     limits = LimitsSerializer()
     documents = ExportDocumentsSerializer()
     proposals = ProposalSerializer(many=True, help_text="Pending proposals (ask before saving).")
+    changes = ChangeSerializer(many=True, help_text="The kept versions: each change with each document before "
+                               "and after it, newest first.")

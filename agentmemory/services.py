@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.module_loading import import_string
 
-from . import preferences, proposals
+from . import preferences, proposals, versions
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
@@ -89,8 +89,6 @@ def erase_memory(*, user_id, actor: str, staff=None, with_chats: bool = False) -
         receipt = erase(user_id=user_id, actor=actor, also=also)
         if staff is not None:
             _name_staff(user_id=user_id, actor=actor, staff=staff)
-    if with_chats:
-        _after_chats_erased()
     broadcast_memory_changed_sync(user_id, Snapshot(), memory_settings().limits)
     return receipt
 
@@ -103,13 +101,6 @@ def chats_erasable() -> bool:
 def _chat_eraser():
     path = memory_settings().erase_chats
     return import_string(path) if path else None
-
-
-def _after_chats_erased() -> None:
-    """Run the eraser's `after_commit` (e.g. compacting a search index), if it has one, after the transaction."""
-    after = getattr(_chat_eraser(), "after_commit", None)
-    if after is not None:
-        after()
 
 
 def set_use_memory(*, user_id, use_memory: bool, actor: str = Actor.USER, staff=None) -> bool:
@@ -141,6 +132,22 @@ def discard_proposal(*, user_id, proposal_id) -> None:
     """Drop one pending proposal of the person; their open pages refresh (usage only on the wire)."""
     proposals.discard(user_id=user_id, proposal_id=proposal_id)
     broadcast_memory_changed_sync(user_id, load_snapshot(user_id=user_id), memory_settings().limits)
+
+
+def undo_change(*, user_id, change_id) -> CommitResult:
+    """Undo one of the person's changes (`versions.undo`) and tell their open pages."""
+    result = versions.undo(user_id=user_id, change_id=change_id)
+    if result.changed:
+        broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
+    return result
+
+
+def restore_change(*, user_id, change_id) -> CommitResult:
+    """Restore the documents as one of the person's changes left them (`versions.restore`); tell their pages."""
+    result = versions.restore(user_id=user_id, change_id=change_id)
+    if result.changed:
+        broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
+    return result
 
 
 def record_staff_views(*, user_ids, staff, viewed: str, targets=None) -> int:

@@ -15,6 +15,8 @@ urlpatterns = [
     path("memory/save-mode/", views.save_mode, name="save-mode"),
     path("memory/proposals/<int:pk>/save/", views.save_proposal, name="proposal-save"),
     path("memory/proposals/<int:pk>/discard/", views.discard_proposal, name="proposal-discard"),
+    path("memory/changes/<int:pk>/undo/", views.undo_change, name="change-undo"),
+    path("memory/changes/<int:pk>/restore/", views.restore_change, name="change-restore"),
     path("api/memory/", api.MemoryView.as_view(), name="api"),
     path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),
     path("api/memory/export/", api.MemoryExportView.as_view(), name="api-export"),
@@ -22,4 +24,8 @@ urlpatterns = [
     path("api/memory/proposals/", api.ProposalListView.as_view(), name="api-proposals"),
     path("api/memory/proposals/<str:pk>/", api.ProposalDetailView.as_view(), name="api-proposal"),
     path("api/memory/proposals/<str:pk>/save/", api.ProposalSaveView.as_view(), name="api-proposal-save"),
+    path("api/memory/changes/", api.ChangeListView.as_view(), name="api-changes"),
+    path("api/memory/changes/<str:pk>/", api.ChangeDetailView.as_view(), name="api-change"),
+    path("api/memory/changes/<str:pk>/undo/", api.ChangeUndoView.as_view(), name="api-change-undo"),
+    path("api/memory/changes/<str:pk>/restore/", api.ChangeRestoreView.as_view(), name="api-change-restore"),
 ]

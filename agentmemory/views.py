@@ -29,17 +29,18 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonR
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, threats, words
-from .api import MemoryWriteThrottle
+from . import preferences, proposals, services, threats, versions, words
+from .api import ChangeAPIView, MemoryWriteThrottle
 from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
 from .rules import TARGETS, MemoryValidationError, normalize_text
-from .selectors import export_payload, memory_state, page_number, recent_events, source_links
+from .selectors import memory_state, page_number, person_export, receipt_payload, recent_events, source_links
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable, UnknownUser
 
@@ -102,7 +103,7 @@ def wants_json(request: HttpRequest) -> bool:
 @require_http_methods(["GET", "HEAD"])
 def memory_page(request: HttpRequest) -> HttpResponse:
     flash = request.session.pop(FLASH_KEY, None) or {}
-    entry_errors, add_errors, drafts, proposal_errors = {}, {}, {}, {}
+    entry_errors, add_errors, drafts, proposal_errors, change_errors = {}, {}, {}, {}, {}
     error = flash.get("error")
     if isinstance(error, dict):
         key = tuple(error.get("key") or ())
@@ -115,11 +116,13 @@ def memory_page(request: HttpRequest) -> HttpResponse:
             proposal_errors[key[1]] = message
             for position, text in (error.get("drafts") or {}).items():
                 drafts[("proposal", key[1], str(position))] = str(text)
+        elif key[:1] == ("change",) and len(key) == 2:
+            change_errors[key[1]] = message
         if "draft" in error and key:
             drafts[key] = str(error["draft"])
     return _render_page(
         request, entry_errors=entry_errors, add_errors=add_errors, drafts=drafts,
-        proposal_errors=proposal_errors, page_error=str(flash.get("page_error", "")),
+        proposal_errors=proposal_errors, change_errors=change_errors, page_error=str(flash.get("page_error", "")),
     )
 
 
@@ -297,38 +300,38 @@ SWITCH_OFF = ("Memory is off: your chats neither read nor change your memory. "
 @require_http_methods(["GET", "HEAD", "POST"])
 @answers_account_gone
 def erase(request: HttpRequest) -> HttpResponse:
-    """GET asks for confirmation; POST erases both documents."""
+    """GET asks for confirmation; POST erases memory (with `include=chats`, the chats too) and shows the receipt."""
     if request.method != "POST":
         try:
             state = memory_state(user_id=request.user.pk)
         except MemoryUnavailable:
             state = None
-        return render(request, "agentmemory/erase_confirm.html", {"state": state})
+        return render(request, "agentmemory/erase_confirm.html",
+                      {"state": state, "chats_erasable": services.chats_erasable()})
+    with_chats = request.POST.get("include") == "chats" and services.chats_erasable()
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429)
     try:
-        services.erase_memory(user_id=request.user.pk, actor=Actor.USER)
+        receipt = services.erase_memory(user_id=request.user.pk, actor=Actor.USER, with_chats=with_chats)
     except DatabaseError:
         logger.warning("memory erase failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503)
-    messages.success(request, "Your memory was erased: both documents are now empty.")
+    at = timezone.localtime(receipt.at)
+    messages.success(request, f"{receipt_payload(receipt)['summary']} Receipt: erased on "
+                              f"{date_format(at, 'j M Y')} at {date_format(at, 'H:i:s T')}; your History keeps it.")
     return redirect("agentmemory:page")
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def export(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
     try:
-        state = memory_state(user_id=request.user.pk)
+        payload = person_export(user_id=request.user.pk, exported_at=now)
     except MemoryUnavailable:
         return _render_page(request, page_error=UNAVAILABLE, status=503)
-    now = timezone.now()
     # The API's serializer and renderer, so both downloads are the same document.
-    body = JSONRenderer().render(
-        ExportSerializer(export_payload(state, exported_at=now,
-                                        proposals=proposals.pending(user_id=request.user.pk))).data,
-        renderer_context={"indent": 2},
-    )
+    body = JSONRenderer().render(ExportSerializer(payload).data, renderer_context={"indent": 2})
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="memory-export-{now:%Y%m%d-%H%M%S}.json"'
     response["Cache-Control"] = "no-store"
@@ -388,6 +391,8 @@ def _failed(request, message: str, *, status: int, key: tuple = (), draft: str |
         url += f"#document-{key[1]}"
     elif key[:1] == ("proposal",) and len(key) == 2:
         url += f"#proposal-{int(key[1])}"
+    elif key[:1] == ("change",) and len(key) == 2:
+        url += f"#change-{int(key[1])}"
     return redirect(url)
 
 
@@ -444,11 +449,13 @@ def _render_page(
     add_errors: dict | None = None,
     drafts: dict | None = None,
     proposal_errors: dict | None = None,
+    change_errors: dict | None = None,
     page_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     entry_errors = entry_errors or {}
     proposal_errors = dict(proposal_errors or {})
+    change_errors = dict(change_errors or {})
     add_errors = add_errors or {}
     drafts = drafts or {}
     try:
@@ -487,7 +494,12 @@ def _render_page(
     waiting = _pending_proposals(request.user.pk, proposal_errors, drafts) if state is not None else []
     # An error about an entry no longer on the page (or a tampered target)
     # still needs a place to be read.
-    leftover = [*entry_errors.values(), *add_errors.values(), *proposal_errors.values()]
+    history = None
+    changes = []
+    if state is not None:
+        history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
+        changes = _history_changes(history, change_errors)
+    leftover = [*entry_errors.values(), *add_errors.values(), *proposal_errors.values(), *change_errors.values()]
     if leftover and not page_error:
         page_error = leftover[0]
     try:
@@ -496,14 +508,12 @@ def _render_page(
     except MemoryUnavailable:
         use_memory = None  # unknown: the switch is shown without a state
         save_mode_value = None
-    history = None
-    if state is not None:
-        history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
     context = {
         "state": state,
         "documents": documents,
         "events": history or [],
         "history": history,
+        "changes": changes,
         "page_error": page_error,
         "use_memory": use_memory,
         "save_mode": save_mode_value,
@@ -548,6 +558,66 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
             "error": errors.pop(proposal.id, ""),
         })
     return items
+
+
+def _history_changes(history, errors: dict) -> list[dict]:
+    """The kept changes among this History page's events, entry by entry, as the page shows them.
+
+    An error whose change is shown is taken out of `errors`; what is left
+    belongs to a change no longer on this page.
+    """
+    items = []
+    for event in history:
+        change = event.change
+        if change is None:
+            continue
+        documents = [{
+            "name": words.document_name(document.target),
+            "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
+                        for entry in document.entries],
+        } for document in change.documents]
+        items.append({
+            "id": change.id,
+            "created_at": change.created_at,
+            "who": words.change_author(change.by, change.kind),
+            "documents": documents,
+            "error": errors.pop(change.id, ""),
+        })
+    return items
+
+
+@form_post
+def undo_change(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo one change of the person's, from History (all or nothing)."""
+    return _change_action(request, pk, services.undo_change, "undo")
+
+
+@form_post
+def restore_change(request: HttpRequest, pk: int) -> HttpResponse:
+    """Bring the documents back as one change left them, from History (all or nothing)."""
+    return _change_action(request, pk, services.restore_change, "restore")
+
+
+def _change_action(request, pk: int, action, name: str) -> HttpResponse:
+    key = ("change", pk)
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429, key=key)
+    try:
+        result = action(user_id=request.user.pk, change_id=pk)
+    except versions.ChangeGone:
+        return _failed(request, words.CHANGE_GONE, status=404)
+    except MemoryValidationError as exc:
+        message = words.undo_message(exc.code, action=name, target=exc.target, limits=memory_settings().limits)
+        return _failed(request, message, status=409 if exc.code in ChangeAPIView.CONFLICT_CODES else 400, key=key)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("memory %s failed", name, extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503, key=key)
+    message = (words.UNDONE if name == "undo" else words.RESTORED) if result.changed else words.NOTHING_CHANGED
+    if wants_json(request):
+        return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message,
+                             "change_id": result.change_id})
+    messages.success(request, message)
+    return redirect(reverse("agentmemory:page") + "#history")
 
 
 def _days(days: float) -> str:

@@ -191,6 +191,80 @@ def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, i
     return RULE_MESSAGES.get(code, RULE_FALLBACK)
 
 
+# An erase's receipt (`store.Erased.removed`), by kind, in the order people read it.
+_RECEIPT_KINDS = (
+    ("profile_entries", "profile entry", "profile entries"),
+    ("notes_entries", "notes entry", "notes entries"),
+    ("versions", "earlier version", "earlier versions"),
+    ("proposals", "proposed change", "proposed changes"),
+    ("conversations", "conversation", "conversations"),
+    ("messages", "message", "messages"),
+    ("search_index_rows", "search index row", "search index rows"),
+)
+
+
+def erase_receipt(removed: Mapping[str, int]) -> str:
+    """Return what an erase removed, e.g. "2 profile entries, 1 earlier version and 3 conversations"; "" for none.
+
+    Kinds with none removed are left out; an erase that removed nothing reads "nothing (your memory was empty)".
+    """
+    if not isinstance(removed, Mapping) or not any(kind in removed for kind, _, _ in _RECEIPT_KINDS):
+        return ""
+    parts = [f"{removed[kind]:,} {one if removed[kind] == 1 else many}"
+             for kind, one, many in _RECEIPT_KINDS if removed.get(kind)]
+    if not parts:
+        return "nothing (your memory was empty)"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+# Undo and restore (`agentmemory.versions`), as the person reads them on the
+# memory page, in the chat and in the API's `detail`.
+CHANGE_GONE = ("This change is no longer kept (older changes are deleted after a while, and erasing memory "
+               "deletes them all), so it cannot be undone or restored.")
+UNDONE = "Undone: your memory is as it was before that change."
+RESTORED = "Restored: your memory is as that change left it."
+NOTHING_CHANGED = "Your memory already held this, so nothing changed."
+_CHANGE_AUTHORS = {"agent": "The assistant, in a chat", "user": "You", "staff": "Support staff",
+                   "system": "The system"}
+
+
+def change_author(by: str, kind: str) -> str:
+    """Say who made a change and how ("You, undoing a change"), for the History's list of changes."""
+    who = _CHANGE_AUTHORS.get(by, "The system")
+    if kind == "undo":
+        return f"{who}, undoing an earlier change"
+    if kind == "restore":
+        return f"{who}, restoring an earlier version"
+    return who
+
+
+_UNDO_REFUSALS = {
+    "conflict": "Something this change wrote has changed since, so nothing was undone. Correct or remove it "
+                "by hand instead.",
+    "nothing_to_undo": "Your memory already holds what undoing this would bring back; nothing changed.",
+    "already_restored": "Your memory already holds this version; nothing changed.",
+}
+_RESTORE_REFUSALS = {
+    "conflict": "Your memory changed while this was being restored, so nothing was restored. Look again and "
+                "try once more.",
+}
+
+
+def undo_message(code: str, *, action: str, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
+    """Return the plain sentence for an undo (`action` "undo") or a restore ("restore") that was refused."""
+    if action == "restore" and code in _RESTORE_REFUSALS:
+        return _RESTORE_REFUSALS[code]
+    if code in _UNDO_REFUSALS:
+        return _UNDO_REFUSALS[code]
+    if code in ("no_match", "ambiguous_match", "entry_changed"):
+        return _UNDO_REFUSALS["conflict"]
+    if code == "replace_duplicate":
+        return "Another entry already says what this would bring back, so nothing changed."
+    if code == "batch_size":
+        return "This would change too much at once; nothing changed. Correct your memory by hand instead."
+    return rule_message(code, target=target, limits=limits)
+
+
 # What the assistant tells the person when the tool refused its change (the
 # tool's reply itself is written for the model and never shown).
 _REFUSALS = {
@@ -279,7 +353,7 @@ def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str
     if outcome == "viewed":
         return staff_view(viewed, targets)
     if outcome == "erased":
-        return "Erased everything in your profile and your notes"
+        return "Erased " + (erase_receipt(actions) or "everything in your profile and your notes")
     if outcome in _SWITCH_CHANGES:
         return _SWITCH_CHANGES[outcome]
     if outcome == "proposed":

@@ -21,6 +21,7 @@ from django.db.models import Count
 from agentmemory.admin import AuditedReads, can_view_content, log_deletions_by_id, record_content_read
 from agentmemory.models import Viewed
 
+from . import retention
 from .models import Conversation, Message
 
 class MessageInline(admin.TabularInline):
@@ -99,6 +100,14 @@ class ConversationAdmin(AuditedReads, admin.ModelAdmin):
 
     def log_deletions(self, request, queryset):
         return log_deletions_by_id(request, queryset)
+
+    # Staff deletes go the way every delete of a conversation goes (chat.retention): messages, the search
+    # index and the links from memory, and SQLite's index compacted.
+    def delete_model(self, request, obj):
+        retention.delete_conversations(Conversation.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        retention.delete_conversations(queryset)
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj):

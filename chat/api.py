@@ -24,7 +24,7 @@ from asgiref.sync import sync_to_async
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
 
-from . import budget, credentials
+from . import budget, credentials, retention
 from .budget import ChatTurnThrottle
 
 from .models import Conversation
@@ -273,9 +273,8 @@ class ConversationListView(generics.ListAPIView):
     @extend_schema(operation_id="conversations_destroy_all", summary="Delete all of your conversations",
                    responses={200: DeletedSerializer, 403: NOT_SIGNED_IN}, tags=["chat"])
     def delete(self, request):
-        deleted = Conversation.objects.filter(user=request.user).count()
-        Conversation.objects.filter(user=request.user).delete()
-        return Response({"deleted": deleted})
+        removed = retention.delete_conversations(Conversation.objects.filter(user=request.user))
+        return Response({"deleted": removed["conversations"]})
 
 
 @extend_schema_view(
@@ -287,6 +286,9 @@ class ConversationDetailView(generics.RetrieveDestroyAPIView):
 
     def get_queryset(self):
         return Conversation.objects.filter(user=self.request.user)
+
+    def perform_destroy(self, instance):
+        retention.delete_conversations(Conversation.objects.filter(pk=instance.pk, user=self.request.user))
 
 
 @extend_schema_view(get=extend_schema(responses={200: MessageSerializer(many=True), 403: NOT_SIGNED_IN, 404: NOT_YOURS}))

@@ -36,4 +36,11 @@ def check_turn_bounds(app_configs=None, **kwargs):
             hint="Set CHAT_TURN_TIMEOUT_SECONDS to the longest a turn may run, e.g. the default 120.",
             id="chat.E003",
         ))
+    retention = getattr(settings, "CHAT_RETENTION_DAYS", 0)
+    if isinstance(retention, bool) or not isinstance(retention, int) or retention < 0:
+        errors.append(Error(
+            f"CHAT_RETENTION_DAYS is {retention!r}; it must be a whole number of days, 0 (off) or more.",
+            hint="Set CHAT_RETENTION_DAYS to how long conversations are kept, or 0 to keep them.",
+            id="chat.E004",
+        ))
     return errors

@@ -78,8 +78,12 @@ def revoke_tokens(user_id) -> int:
 
 @receiver(post_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="chat_close_sockets_on_deletion")
 def on_account_deleted(sender, instance, **kwargs) -> None:
+    from .retention import compact_index
+
     user_id = instance.pk
     transaction.on_commit(lambda: close_sockets(user_id, "deleted"))
+    # The cascade took the person's messages: drop their words from SQLite's search index too.
+    transaction.on_commit(compact_index)
 
 
 @receiver(post_delete, sender="chat.Conversation")

@@ -331,6 +331,8 @@ AGENTMEMORY = {
     "VERSION_RETENTION_DAYS": env.float("AGENTMEMORY_VERSION_RETENTION_DAYS", default=30),
     # The memory page links each entry to the chat it came from.
     "SOURCE_LINKS": "chat.sources.conversation_links",
+    # "Erase memory and chats" deletes the person's conversations too.
+    "ERASE_CHATS": "chat.retention.erase_chats",
 }
 
 # --- The chat and its models ------------------------------------------------
@@ -364,6 +366,10 @@ CHAT_SEARCH_MAX_CHARS = env.int("CHAT_SEARCH_MAX_CHARS", default=4000)
 # PostgreSQL text search configuration of the conversation index (read by migration 0002;
 # `manage.py search_reindex` applies a change).
 CHAT_SEARCH_LANGUAGE = env.str("CHAT_SEARCH_LANGUAGE", default="english")
+# Conversations not updated for this many days are deleted, with their messages
+# and search index rows, by `manage.py chat_expire_conversations` (cron); 0: kept
+# until the person deletes them.
+CHAT_RETENTION_DAYS = env.int("CHAT_RETENTION_DAYS", default=0)
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {

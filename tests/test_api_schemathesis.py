@@ -67,6 +67,10 @@ EXPECTED_OPERATIONS = {
     "DELETE /api/memory/",
     "POST /api/memory/operations/",
     "GET /api/memory/export/",
+    "GET /api/memory/changes/",
+    "GET /api/memory/changes/{id}/",
+    "POST /api/memory/changes/{id}/undo/",
+    "POST /api/memory/changes/{id}/restore/",
 }
 
 

@@ -137,16 +137,27 @@ def test_form_encoded_body_is_refused(api, user):
     assert set(response.json()) == {"code", "position", "detail"}
 
 
-def test_erase_deletes_both_rows_returns_204_and_records_a_content_free_event(api, user):
-    seed(user, user_entries=[SENTINEL], memory_entries=[f"{SENTINEL} notes"])
+def test_erase_deletes_everything_answers_a_receipt_and_records_it_without_content(api, user):
+    seed(user, user_entries=[SENTINEL], memory_entries=[f"{SENTINEL} notes", "another note"])
 
     response = api.delete("/api/memory/")
 
-    assert response.status_code == 204
+    assert response.status_code == 200
+    receipt = response.json()
+    assert receipt["removed"] == {"profile_entries": 1, "notes_entries": 2, "versions": 2, "proposals": 0}
+    assert receipt["summary"] == "Erased 1 profile entry, 2 notes entries and 2 earlier versions."
+    assert receipt["erased_at"] and SENTINEL not in response.content.decode()
     assert document_count(user) == 0
     event = MemoryEvent.objects.get(user=user, outcome=Outcome.ERASED)
-    assert event.actor == Actor.USER
+    assert event.actor == Actor.USER and event.actions == receipt["removed"]
     assert all(SENTINEL not in value for value in event_values(user))
+
+
+def test_erase_refuses_an_unknown_include_and_changes_nothing(api, user):
+    seed(user, memory_entries=["kept"])
+    response = api.delete("/api/memory/?include=everything")
+    assert response.status_code == 400 and response.json()["code"] == "invalid_include"
+    assert document_count(user) == 1
 
 
 def test_export_holds_entries_limits_schema_version_and_timestamps(api, user):
@@ -173,7 +184,7 @@ def test_export_round_trips_through_erase_and_reimport(api, user):
     before = entries_of(user)
     exported = json.loads(api.get("/api/memory/export/").content)
 
-    assert api.delete("/api/memory/").status_code == 204
+    assert api.delete("/api/memory/").status_code == 200
     assert entries_of(user) == {"user": (), "memory": ()}
     operations = [
         {"target": target, "action": "add", "content": entry}
@@ -239,7 +250,7 @@ def test_api_works_with_memory_switched_off(api, user):
 
     assert response.status_code == 200
     assert response.json()["agent_memory_enabled"] is False
-    assert api.delete("/api/memory/").status_code == 204
+    assert api.delete("/api/memory/").status_code == 200
 
 
 def test_schema_documents_the_memory_routes_with_examples(client):

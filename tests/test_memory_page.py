@@ -187,7 +187,9 @@ def test_erase_asks_for_confirmation_before_deleting(alice_client, user):
     response = alice_client.get("/memory/erase/")
 
     assert response.status_code == 200
-    assert "Erase everything" in response.content.decode()
+    html = response.content.decode()
+    assert ">Erase memory</button>" in html and ">Erase memory and chats</button>" in html
+    assert 'name="include" value="chats"' in html
     assert document_count(user) == 2
 
 
@@ -226,13 +228,16 @@ def test_history_shows_own_events_as_metadata(alice_client, user):
     alice_client.post("/memory/remove/", {"target": "user", "entry": "Not there"})
 
     html = alice_client.get("/memory/").content.decode()
-    history = html[html.index('id="history-title"'):]
+    section = html[html.index('id="history-title"'):]
+    history, changes = section.split('id="changes-title"')
 
     assert "<td>You</td>" in history and "<td>System</td>" in history
     assert "Added 1 entry to your notes" in history
     assert "The entry had changed since the page was loaded, so nothing was saved." in history
     assert "entry_changed" not in history and "1 add" not in history
+    # The rows are metadata; what each change did, entry by entry, is listed below them, on the owner's page.
     assert "Ships weekly." not in history and "Uses vim." not in history
+    assert "Ships weekly." in changes and "Uses vim." in changes and "Not there" not in changes
 
 
 def test_script_and_attribute_payloads_are_inert_on_the_page(alice_client, user):

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
 from agentmemory import preferences, proposals, store
-from agentmemory.models import MemoryProposal
+from agentmemory.models import MemoryProposal, MemoryVersion
 from agentmemory.rules import Operation
 from agentmemory.throttling import FailOpenThrottle
 from chat.models import Conversation
@@ -55,12 +55,15 @@ CALLED = {
     "agentmemory:add", "agentmemory:correct", "agentmemory:remove", "agentmemory:erase",
     "agentmemory:settings", "agentmemory:save-mode",
     "agentmemory:proposal-save", "agentmemory:proposal-discard",
+    "agentmemory:api-change-undo", "agentmemory:api-change-restore",  # POST: MEMORY_WRITE_RATE
+    "agentmemory:change-undo", "agentmemory:change-restore",
     "ws:ws/chat/",                # the socket: open-socket registry, turn rate and slots
 }
 # Routes that count nothing in the cache (reads, probes, static assets).
 UNCOUNTED = {
     "favicon", "healthz", "readyz", "logout", "schema",
     "agentmemory:page", "agentmemory:export", "agentmemory:api-export", "agentmemory:api-proposals",
+    "agentmemory:api-changes", "agentmemory:api-change",
     "chat:index", "chat:conversations", "chat:conversation", "chat:messages", "chat:api-docs",
     # The account page and its token API: sign out everywhere counts wrong passwords in the database (django-axes).
     "account", "account-revoke-token", "account-sign-out-everywhere", "api-account-token",
@@ -166,12 +169,25 @@ def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
     assert preferences.load(user_id=user.pk).save_mode == "auto"
     assert store.load_snapshot(user_id=user.pk).memory == tuple(FACTS[:2])
 
+    # Undo and restore, from the API and the page.
+    added = api.post("/api/memory/operations/",
+                     {"operations": [{"target": "memory", "action": "add", "content": "Plays the cello"}]},
+                     format="json")
+    change = MemoryVersion.objects.filter(user=user).order_by("-id").first().event_id
+    assert outcome(added) == (200,)
+    assert outcome(api.post(f"/api/memory/changes/{change}/undo/", format="json")) == (200,)
+    assert outcome(api.post(f"/api/memory/changes/{change}/restore/", format="json")) == (200,)
+    assert outcome(page.post(f"/memory/changes/{change}/undo/", {}, **JSON)) == (200,)
+    assert store.load_snapshot(user_id=user.pk).memory == tuple(FACTS[:2])
+    assert outcome(page.post(f"/memory/changes/{change}/restore/", {}, **JSON)) == (200,)
+    assert store.load_snapshot(user_id=user.pk).memory == (*FACTS[:2], "Plays the cello")
+
     # Erasing, from the page and the API.
     response = page.post("/memory/erase/")
     assert outcome(response) == (302,) and response["Location"] == "/memory/"
     assert store.load_snapshot(user_id=user.pk).memory == ()
     for _ in range(2):
-        assert outcome(api.delete("/api/memory/")) == (204,)
+        assert outcome(api.delete("/api/memory/")) == (200,)
 
     assert_warned_without_content(caplog, "turn budget", "concurrent turns", "memory_writes")
 

@@ -145,8 +145,9 @@ def test_erase_all_asks_for_confirmation_and_then_empties_both_documents(new_con
     assert len(rows_of(alice)) == 2, "leaving the confirmation must erase nothing"
 
     page.get_by_role("link", name="Erase everything…").click()
-    page.get_by_role("button", name="Erase everything").click()
-    expect(page.locator(".memory-messages")).to_contain_text("Your memory was erased")
+    page.get_by_role("button", name="Erase memory", exact=True).click()
+    expect(page.locator(".memory-messages")).to_contain_text("Erased 1 profile entry, 1 notes entry")
+    expect(page.locator(".memory-messages")).to_contain_text("Receipt: erased on")
     expect(page.locator(".memory-document .memory-empty")).to_have_text(["Nothing stored.", "Nothing stored."])
     assert rows_of(alice) == []
 

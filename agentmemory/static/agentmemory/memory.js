@@ -62,7 +62,7 @@
     if (slot) slot.replaceChildren();
     var field = form.querySelector("textarea");
     if (field) field.removeAttribute("aria-invalid");
-    var entry = form.closest(".memory-entry, .proposal");
+    var entry = form.closest(".memory-entry, .proposal, .change");
     if (entry) entry.classList.remove("has-error");
   }
 
@@ -77,7 +77,7 @@
     }
     var field = form.querySelector("textarea");
     if (field) field.setAttribute("aria-invalid", "true");
-    var entry = form.closest(".memory-entry, .proposal");
+    var entry = form.closest(".memory-entry, .proposal, .change");
     if (entry) entry.classList.add("has-error");
     line.focus();
   }
@@ -101,7 +101,7 @@
   // --- posting the forms ----------------------------------------------------------
 
   var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch, .memory-save-mode, " +
-    ".proposal-save, .proposal-discard";
+    ".proposal-save, .proposal-discard, .change-undo, .change-restore";
 
   root.addEventListener("submit", function (event) {
     var form = event.target;
@@ -163,6 +163,10 @@
     }
     if (form.matches(".memory-add")) {
       return { id: form.querySelector("textarea").id };
+    }
+    if (form.matches(".change-undo, .change-restore")) {
+      // The undo or restore is the newest change now: History's heading, above it.
+      return { id: "history-title" };
     }
     var slot = form.getAttribute("data-error-slot") || "";
     var match = /^entry-(\w+)-(\d+)-error$/.exec(slot);
