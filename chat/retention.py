@@ -74,6 +74,32 @@ def expire(*, now: datetime | None = None) -> int:
         total += delete_conversations(Conversation.objects.filter(pk__in=ids, updated_at__lt=cutoff))["conversations"]
 
 
+def forget_links(*, user_id, conversation_id: int) -> None:
+    """Drop every link to the conversation from the person's memory: entries, versions, proposals (text stays)."""
+    from agentmemory.models import MemoryProposal
+    from agentmemory.store import UnknownUser, forget_conversation
+
+    MemoryProposal.objects.filter(user_id=user_id, conversation_id=conversation_id).update(conversation_id=None)
+    try:
+        forget_conversation(user_id=user_id, conversation_id=conversation_id)
+    except UnknownUser:  # the account itself is being deleted: its memory goes with it
+        pass
+
+
+def forget_links_if_gone(*, user_id, conversation_id: int | None) -> bool:
+    """After a turn saved or proposed a change linked to its conversation: if the conversation was deleted
+    meanwhile, drop the links its delete could not see yet; return whether it was gone.
+
+    The delete drops links under the person's lock; a commit that waited for
+    that lock writes its link after the delete committed. Checked after the
+    commit, the conversation is gone and the link goes too.
+    """
+    if conversation_id is None or Conversation.objects.filter(pk=conversation_id).exists():
+        return False
+    forget_links(user_id=user_id, conversation_id=conversation_id)
+    return True
+
+
 def compact_index() -> None:
     """Merge SQLite's FTS5 index into one segment, dropping what deleted messages left there (no-op elsewhere)."""
     if connection.vendor != "sqlite":

@@ -88,12 +88,7 @@ def on_account_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender="chat.Conversation")
 def forget_proposal_source(sender, instance, **kwargs) -> None:
-    """A deleted conversation leaves memory entries and pending proposals in place, without links to it."""
-    from agentmemory.models import MemoryProposal
-    from agentmemory.store import UnknownUser, forget_conversation
+    """A deleted conversation leaves memory entries, versions and pending proposals in place, without links to it."""
+    from .retention import forget_links
 
-    MemoryProposal.objects.filter(user_id=instance.user_id, conversation_id=instance.pk).update(conversation_id=None)
-    try:
-        forget_conversation(user_id=instance.user_id, conversation_id=instance.pk)
-    except UnknownUser:  # the account itself is being deleted: its memory goes with it
-        pass
+    forget_links(user_id=instance.user_id, conversation_id=instance.pk)

@@ -64,7 +64,7 @@ from agentmemory.turn import (
 )
 from agentmemory.workers import in_worker
 
-from . import log
+from . import log, retention
 from .agent import AttemptResult, ModelError, RequestAgent, ToolEvent
 from .agents import chat_agent, memory_free_agent
 from .models import Message
@@ -371,6 +371,9 @@ class _Turn:
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
                 raise _Cancelled()
+            if (outcome.saved or outcome.status == "proposed") and self.prepared.logged:
+                # Deleted while the turn ran: the change stands, without a link to a chat that is gone.
+                await _forget_links_if_gone(self.user_id, self.prepared.conversation_id)
             if outcome.code == "account_closed":  # checked under the commit's lock
                 raise TurnFailed(SESSION_ENDED, "Your account was deactivated or deleted before this reply "
                                  "completed; nothing was saved.", memory=outcome)
@@ -535,6 +538,14 @@ async def _attempts(
 
 
 # --- storage (worker threads: agentmemory.workers.in_worker) ------------------------
+
+
+async def _forget_links_if_gone(user_id, conversation_id: int | None) -> None:
+    try:
+        await asyncio.shield(in_worker(retention.forget_links_if_gone, user_id=user_id,
+                                       conversation_id=conversation_id))
+    except Exception as exc:  # the commit stands; a link to a gone chat names no content, and the page shows none
+        logger.warning("links to a deleted conversation not checked: %s", type(exc).__name__)
 
 
 def _prepare(*, user_id, content: str, conversation_id: int | None, memory: MemoryTurn) -> _Prepared:

@@ -36,6 +36,7 @@
   const settingsUrl = root.dataset.settingsUrl;
   const memoryUrl = root.dataset.memoryUrl || "/memory/";
   const proposalsUrl = root.dataset.proposalsUrl || "/api/memory/proposals/";
+  const changesUrl = root.dataset.changesUrl || "/api/memory/changes/";
 
   let socket = null;
   let retryDelay = 500;
@@ -126,8 +127,51 @@
       const link = el("a", null, "See it on your memory page");
       link.href = memoryUrl + "#document-" + memory.changed[0];
       line.append(link, ".");
+      if (memory.change_id) {
+        line.append(" ");
+        line.appendChild(undoButton(line, memory.change_id));
+      }
     }
     return line;
+  }
+
+  // "Undo" on a "Memory saved" line: the turn's change, undone through the memory API
+  // (/api/memory/changes/<id>/undo/). The answer's plain sentence replaces the line; a
+  // refusal (the entry changed since) says why, and the memory page's History still has it.
+  const UNDO_WORDS = {
+    done: "Undone: your memory is as it was before this reply.",
+    unchanged: "Your memory already held what this would bring back; nothing changed.",
+    offline: "The undo could not be sent; nothing changed. Check your connection and try again.",
+    failed: "This change could not be undone; nothing changed. Your memory page's History has it.",
+  };
+
+  function undoButton(line, changeId) {
+    const button = el("button", "outcome-undo", "Undo");
+    button.type = "button";
+    button.appendChild(el("span", "visually-hidden", " this memory change"));
+    button.addEventListener("click", function () {
+      if (button.disabled) return;
+      button.disabled = true;
+      apiAnswer(changesUrl + changeId + "/undo/", { method: "POST" }).then(function (answer) {
+        const result = el("p", "outcome outcome-undo-result");
+        result.setAttribute("role", "status");
+        if (answer.status === 200) {
+          result.textContent = answer.body && answer.body.changed && answer.body.changed.length
+            ? UNDO_WORDS.done : UNDO_WORDS.unchanged;
+          button.remove();
+        } else {
+          result.textContent = answer.status === 0 ? UNDO_WORDS.offline
+            : (answer.body && answer.body.detail) || UNDO_WORDS.failed;
+          button.disabled = answer.status === 0 ? false : true;
+          if (answer.status !== 0) button.remove();
+        }
+        const previous = line.nextElementSibling;
+        if (previous && previous.classList.contains("outcome-undo-result")) previous.remove();
+        line.after(result);
+        scrollDown();
+      });
+    });
+    return button;
   }
 
   // --- assistant bodies: Markdown, or plain text if markdown.js did not load ---------
