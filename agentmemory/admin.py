@@ -34,7 +34,7 @@ from django.utils.html import format_html, format_html_join
 
 from . import provenance, services, words
 from .conf import memory_settings
-from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal, Outcome, Viewed
+from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal, MemoryVersion, Outcome, Viewed
 from .rules import SEPARATOR, parse_document
 from .selectors import NEAR_FULL_PERCENT
 
@@ -327,6 +327,72 @@ class MemoryProposalAdmin(AuditedReads, ReadOnlyAdmin):
                              ((op.get("action"), op.get("target"), op.get("content") or op.get("entry") or "")
                               for op in obj.operations)),
         )
+
+
+@admin.register(MemoryVersion)
+class MemoryVersionAdmin(AuditedReads, ReadOnlyAdmin):
+    """Versions kept for undo: who changed which document when, and sizes, for all staff; the text before and
+    after only with the content permission (never selected without it, never searchable or filterable)."""
+
+    content_read = Viewed.VERSION
+    list_display = ("created_at", "user", "memory_type", "kind", "by", "characters_before", "characters_after",
+                    "conversation_id")
+    list_filter = ("memory_type", "kind", "by")
+    search_fields = ("user__username",)
+    search_help_text = "Search by username."
+    list_select_related = ("user",)
+    list_per_page = 50
+    CONTENT_FIELDS = ("before", "after", "before_provenance")
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request).annotate(
+            before_length=Length("before"), after_length=Length("after"))
+        if not can_view_content(request):
+            queryset = queryset.defer(*self.CONTENT_FIELDS)
+        return queryset
+
+    def get_fields(self, request, obj=None):
+        fields = ["user", "memory_type", "kind", "by", "conversation_id", "turn_id", "created_at",
+                  "characters_before", "characters_after", "event"]
+        if can_view_content(request):
+            fields += ["entries_before", "entries_after"]
+        return fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.get_fields(request, obj)
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__", 1)[0] in self.CONTENT_FIELDS:
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def read_targets(self, obj) -> dict:
+        return {obj.memory_type: 1}
+
+    @admin.display(description="characters before", ordering="before_length")
+    def characters_before(self, obj):
+        return obj.before_length
+
+    @admin.display(description="characters after", ordering="after_length")
+    def characters_after(self, obj):
+        return obj.after_length
+
+    @admin.display(description="entries before")
+    def entries_before(self, obj):
+        return _entry_list(obj.before)
+
+    @admin.display(description="entries after")
+    def entries_after(self, obj):
+        return _entry_list(obj.after)
+
+
+def _entry_list(content: str):
+    # Only in the fields of staff holding the content permission; every entry is escaped.
+    entries = parse_document(content)
+    if not entries:
+        return "— (empty)"
+    return format_html('<ol class="memory-entries">{}</ol>',
+                       format_html_join("", '<li style="white-space: pre-wrap">{}</li>', ((e,) for e in entries)))
 
 
 def _source_label(item) -> str:

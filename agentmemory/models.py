@@ -87,6 +87,7 @@ class Viewed(models.TextChoices):
     PROPOSAL = "proposal", "Memory proposal"
     CONVERSATION = "conversation", "Conversation"
     SEARCH = "search", "Search of conversations"
+    VERSION = "version", "Memory version"
 
 
 class SaveMode(models.TextChoices):

@@ -62,12 +62,14 @@ _VIEWED = {
     "proposal": "Support staff viewed a change the assistant proposed to your memory",
     "conversation": "Support staff viewed one of your conversations",
     "search": "Support staff searched conversations, and yours were among the results",
+    "version": "Support staff viewed an earlier version of your memory",
 }
 _VIEWED_FOR_STAFF = {
     "memory": "Viewed the memory",
     "proposal": "Viewed a proposed change",
     "conversation": "Viewed a conversation",
     "search": "Searched conversations; this person's were among the results",
+    "version": "Viewed an earlier version of the memory",
 }
 
 # Past tense when it happened, infinitive when it did not; and the preposition.
@@ -369,7 +371,7 @@ def staff_view(viewed: str, targets: Mapping[str, int], *, for_owner: bool = Tru
     phrases = _VIEWED if for_owner else _VIEWED_FOR_STAFF
     phrase = phrases.get(viewed, phrases["memory"])
     where = [document_name(target) for target in ("user", "memory") if targets.get(target)]
-    if viewed == "memory" and where:
+    if viewed in ("memory", "version") and where:
         where_text = " and ".join(where)
         phrase = f"{phrase} ({where_text if for_owner else where_text.replace('your ', 'the ')})"
     return phrase
