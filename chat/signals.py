@@ -84,11 +84,17 @@ def on_account_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender="chat.Conversation")
 def forget_proposal_source(sender, instance, **kwargs) -> None:
-    """A deleted conversation leaves memory entries and pending proposals in place, without links to it."""
+    """A deleted conversation leaves memory entries and pending proposals in place, without links to it.
+
+    The idempotency records of its turns go with it: they point at its
+    replies, and a retry of such a turn after the deletion runs afresh.
+    """
+    from agentmemory.idempotency import forget_conversations
     from agentmemory.models import MemoryProposal
     from agentmemory.store import UnknownUser, forget_conversation
 
     MemoryProposal.objects.filter(user_id=instance.user_id, conversation_id=instance.pk).update(conversation_id=None)
+    forget_conversations(user_id=instance.user_id, conversation_ids=[instance.pk])
     try:
         forget_conversation(user_id=instance.user_id, conversation_id=instance.pk)
     except UnknownUser:  # the account itself is being deleted: its memory goes with it

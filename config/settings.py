@@ -327,6 +327,7 @@ AGENTMEMORY = {
     "POLICY_VERSION": env.str("AGENTMEMORY_POLICY_VERSION", default="v3"),
     "DEFAULT_SAVE_MODE": env.str("AGENTMEMORY_DEFAULT_SAVE_MODE", default="auto"),
     "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
+    "IDEMPOTENCY_WINDOW_HOURS": env.float("AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS", default=24),
     # The memory page links each entry to the chat it came from.
     "SOURCE_LINKS": "chat.sources.conversation_links",
 }
