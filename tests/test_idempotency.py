@@ -305,6 +305,61 @@ def test_a_failed_turn_releases_the_key_so_a_retry_runs(user, scripted_model):
     assert retried.json()["memory"]["status"] == "committed" and commits_of(user) == 1
 
 
+async def test_a_turn_cancelled_by_a_disconnect_releases_the_key_so_a_retry_runs(user, scripted_model):
+    """Django cancels the view when the client goes; the turn commits nothing, so the key is free again."""
+    import asyncio
+
+    from config.asgi import application
+    from tests.chat_helpers import asgi_post
+
+    held = Held(tool_call(CALL))
+    scripted_model.push(held.response(), text(REPLY))
+    token = (await db(Token.objects.create, user=user)).key
+    key = new_key()
+    gone, sent = asyncio.Event(), []
+    scope, receive, send = asgi_post(TURNS, {"content": f"remember: {FACT}", "conversation_id": None},
+                                     authorization=f"Token {token}", gone=gone, sent=sent,
+                                     headers=((b"idempotency-key", key.encode()),))
+    request = asyncio.create_task(application(scope, receive, send))
+    try:
+        await asyncio.wait_for(asyncio.to_thread(held.reached.wait, 10), timeout=15)
+        assert await db(IdempotencyKey.objects.filter(user=user, state="running").count) == 1
+        gone.set()
+        await asyncio.wait_for(request, timeout=15)
+    finally:
+        held.release.set()
+    assert not any(message["type"] == "http.response.start" for message in sent)
+    assert await db(IdempotencyKey.objects.count) == 0 and await db(commits_of, user) == 0
+
+    scripted_model.reset()
+    scripted_model.push(tool_call(CALL), text(REPLY))
+    retried = await db(lambda: post_turn(token_client(user), f"remember: {FACT}", key))
+    assert retried.status_code == 200 and idempotency.REPLAYED_HEADER not in retried
+    assert await db(commits_of, user) == 1
+
+
+def test_replays_and_conflicts_spend_no_turn_budget(user, scripted_model, monkeypatch):
+    from rest_framework.throttling import ScopedRateThrottle
+
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "2/min"})
+    scripted_model.push(text("Hi."), text("Hello."))
+    client, key = token_client(user), new_key()
+
+    statuses = [post_turn(client, "hello", key).status_code for _ in range(4)]
+    statuses.append(post_turn(client, "another message", key).status_code)  # 422: not a turn either
+    statuses += [post_turn(client, "hello", new_key()).status_code for _ in range(2)]
+
+    assert statuses == [200, 200, 200, 200, 422, 200, 429]
+
+
+def test_the_window_must_be_positive():
+    from agentmemory.checks import check_limits
+
+    with override_settings(AGENTMEMORY={"IDEMPOTENCY_WINDOW_HOURS": 0}):
+        (error_,) = check_limits()
+    assert error_.id == "agentmemory.E003" and "number of hours above 0" in error_.msg
+
+
 def test_a_conversation_that_is_not_yours_releases_the_key(user, other_user, scripted_model):
     scripted_model.push(text("Hi Bob."))
     theirs = post_turn(token_client(other_user), "hello").json()["conversation_id"]
