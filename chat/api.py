@@ -73,7 +73,7 @@ IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
     OpenApiParameter.HEADER,
     description=(
         "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
-        f"within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) answers the first turn's result again "
+        "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) answers the first turn's result again "
         "(with Idempotent-Replayed: true) and never runs or commits again; 409 while the first is still "
         "running; 422 with another body. 1 to 255 visible ASCII characters (no spaces, commas, quotes or "
         "backslashes), bare or in double quotes. Not for temporary turns."

@@ -33,7 +33,7 @@ from agentmemory.tool import handle_memory_update
 from agentmemory.turn import MemoryOutcome, MemoryTurn
 from chat.agents import registry
 from chat.models import Conversation, Message
-from tests.chat_helpers import db, fresh_agents, wait_for  # noqa: F401  (fresh agents, empty channel layer)
+from tests.chat_helpers import db, fresh_agents  # noqa: F401  (fresh agents, empty channel layer)
 from tests.memory_helpers import entries_of, fresh_throttle, seed  # noqa: F401  (an unspent memory budget)
 from tests.scripted_model import dynamic, error, scripted_model, text, tool_call  # noqa: F401
 
