@@ -8,6 +8,14 @@ the actor. Like the page, the API works whatever the rollout flag says (see
 `views`). Error bodies are `{"code", "position", "detail"}` and never carry
 memory content. A write for an account deleted while the request ran
 answers 410 `account_closed` (`MemoryAPIView.handle_exception`).
+
+`POST /api/memory/operations/` takes an `Idempotency-Key` header
+(`agentmemory.idempotency`): a batch sent again with the same key commits
+nothing and answers the first outcome (`Idempotent-Replayed: true`), with the
+memory as it is now (the record keeps no memory content, so nothing a person
+removed or erased lives on in it); 409 while the first runs, 422 with another
+body. A batch the rules refused is kept too (the same 400 again); a failure
+that committed nothing and may pass on a retry (the database) frees the key.
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from . import preferences, proposals, services, versions, words
+from . import idempotency, preferences, proposals, services, versions, words
 from .conf import memory_settings
 from .models import Actor
 from .parsers import TOO_DEEP, BodyTooLarge, BoundedJSONParser, JSONTooDeep, too_large_message
@@ -78,6 +86,10 @@ def _error(code: str, detail: str, *, position: int | None = None, status_code: 
     return Response({"code": code, "position": position, "detail": detail}, status=status_code)
 
 
+# A batch of operations commits in seconds; a claim older than this belongs to an attempt that died.
+OPERATIONS_LEASE_SECONDS = 60
+
+
 class MemoryAPIView(APIView):
     throttle_classes = [MemoryWriteThrottle]
     # JSON only, bounded in size and depth: the same parser, and the same
@@ -87,6 +99,12 @@ class MemoryAPIView(APIView):
     def handle_exception(self, exc):
         if isinstance(exc, MemoryValidationError):
             return _error(exc.code, exc.message, position=exc.position)
+        if isinstance(exc, (idempotency.InvalidKey, idempotency.KeyReused)):
+            return _error(exc.code, exc.message, status_code=400 if isinstance(exc, idempotency.InvalidKey) else 422)
+        if isinstance(exc, idempotency.InProgress):
+            response = _error(exc.code, exc.message, status_code=status.HTTP_409_CONFLICT)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
         if isinstance(exc, (JSONTooDeep, RecursionError)):
             return _error(JSONTooDeep.default_code, TOO_DEEP)
         if isinstance(exc, (BodyTooLarge, RequestDataTooBig)):
@@ -210,6 +228,34 @@ NOT_SIGNED_IN_RESPONSE = OpenApiResponse(
 THROTTLED_RESPONSE = OpenApiResponse(
     MemoryErrorSerializer, description="Too many memory changes (MEMORY_WRITE_RATE); wait and retry.",
 )
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    idempotency.HEADER,
+    {"type": "string", "minLength": 1, "maxLength": idempotency.MAX_KEY_LENGTH + 2, "pattern": idempotency.KEY_PATTERN},
+    OpenApiParameter.HEADER,
+    description=(
+        "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
+        "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) commits nothing again and answers the "
+        "first outcome and changed (with your memory as it is now, and Idempotent-Replayed: true); 409 "
+        "while the first is still running; 422 with another body. 1 to 255 visible ASCII characters (no "
+        "spaces, commas, quotes or backslashes), bare or in double quotes."
+    ),
+)
+REPLAYED_HEADER = OpenApiParameter(
+    idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200, 400], enum=["true"],
+    description="Present (true) when the answer is the stored result of an earlier request with the same Idempotency-Key.",
+)
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After", int, OpenApiParameter.HEADER, response=[409], required=True,
+    description="Seconds to wait before sending again.",
+)
+KEY_IN_USE_RESPONSE = OpenApiResponse(
+    MemoryErrorSerializer, description="idempotency_key_in_use: the first request with this Idempotency-Key is "
+                                       "still running; retry after Retry-After seconds to get its result.",
+)
+KEY_REUSED_RESPONSE = OpenApiResponse(
+    MemoryErrorSerializer, description="idempotency_key_reused: this Idempotency-Key was already used with a "
+                                       "different body; nothing was changed.",
+)
 ACCOUNT_GONE_RESPONSE = OpenApiResponse(
     MemoryErrorSerializer, description="account_closed: the account was deleted while the request ran; "
                                        "nothing was changed.",
@@ -270,17 +316,53 @@ class MemoryOperationsView(MemoryAPIView):
         description="The same contract as the assistant's memory_update tool: 1 to 20 ordered "
                     "operations (add: content; replace: match and content; remove: match). The whole "
                     "batch commits or nothing does; capacity is checked after the batch. Unknown fields "
-                    "are refused.",
+                    "are refused. Send an Idempotency-Key header to make a retry safe: the batch commits "
+                    "once per key.",
         request=OperationBatchSerializer,
+        parameters=[IDEMPOTENCY_KEY_PARAMETER, REPLAYED_HEADER, RETRY_AFTER_HEADER],
         responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
+                   409: KEY_IN_USE_RESPONSE, 410: ACCOUNT_GONE_RESPONSE, 422: KEY_REUSED_RESPONSE,
+                   429: THROTTLED_RESPONSE, 503: UNAVAILABLE_RESPONSE},
         examples=[*BATCH_EXAMPLES, COMMIT_EXAMPLE, *ERROR_EXAMPLES],
     )
     def post(self, request):
+        key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
         operations = parse_operations(request.data)
-        result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER)
+        if key is None:
+            result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER)
+            return self._committed(request, {"outcome": result.outcome, "changed": list(result.changed)})
+        claimed = idempotency.claim(
+            user_id=request.user.pk, key=key, lease_seconds=OPERATIONS_LEASE_SECONDS,
+            fingerprint=idempotency.fingerprint(request.method, request.path, request.data),
+        )
+        if isinstance(claimed, idempotency.Replay):
+            if claimed.status == 200:
+                response = self._committed(request, claimed.body)
+            else:
+                response = Response(claimed.body, status=claimed.status)
+            response[idempotency.REPLAYED_HEADER] = "true"
+            return response
+        try:
+            result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER,
+                                           idempotency_key=key)
+            kept = {"outcome": result.outcome, "changed": list(result.changed)}
+        except idempotency.AlreadyCommitted as first:  # a crashed first attempt committed it: not again
+            kept = first.outcome
+        except MemoryValidationError as exc:
+            # The rules refused the batch as memory stood: that is its result (content-free, like every error here).
+            idempotency.finish(claimed, status=400, body={"code": exc.code, "position": exc.position,
+                                                          "detail": exc.message})
+            raise
+        except BaseException:
+            idempotency.release(claimed)  # nothing was committed: a retry may run
+            raise
+        idempotency.finish(claimed, status=200, body=kept)
+        return self._committed(request, kept)
+
+    def _committed(self, request, kept: dict) -> Response:
+        """The commit's outcome and changed documents, with the person's memory as it is now."""
         payload = state_payload(memory_state(user_id=request.user.pk))
-        payload.update(outcome=result.outcome, changed=list(result.changed))
+        payload.update(outcome=kept["outcome"], changed=list(kept["changed"]))
         return Response(CommitResponseSerializer(payload).data)
 
 

@@ -39,13 +39,14 @@ def check_limits(app_configs=None, **kwargs):
             hint="Set AGENTMEMORY_DEFAULT_SAVE_MODE to auto (save a finished reply's change) or ask (propose it).",
             id="agentmemory.E005",
         ))
-    for key in ("READ_TIMEOUT_SECONDS", "COMMIT_LOCK_TIMEOUT_SECONDS", "PROPOSAL_TTL_DAYS", "VERSION_RETENTION_DAYS"):
+    for key, unit in (("READ_TIMEOUT_SECONDS", "seconds"), ("COMMIT_LOCK_TIMEOUT_SECONDS", "seconds"),
+                      ("PROPOSAL_TTL_DAYS", "days"), ("VERSION_RETENTION_DAYS", "days"),
+                      ("IDEMPOTENCY_WINDOW_HOURS", "hours")):
         value = values[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             errors.append(
                 Error(
-                    f"AGENTMEMORY['{key}'] is {value!r}; it must be a number of "
-                    f"{'days' if key.endswith('_DAYS') else 'seconds'} above 0.",
+                    f"AGENTMEMORY['{key}'] is {value!r}; it must be a number of {unit} above 0.",
                     hint=f"Remove it to use the default {DEFAULTS[key]}.",
                     id="agentmemory.E003",
                 )

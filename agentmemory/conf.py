@@ -41,6 +41,9 @@ DEFAULTS = {
     # `memory_prune_versions`.
     "VERSIONS_KEPT": 50,
     "VERSION_RETENTION_DAYS": 30,
+    # How long an Idempotency-Key is remembered: a retry with it inside the
+    # window gets the first result; `memory_expire_idempotency_keys` deletes older ones.
+    "IDEMPOTENCY_WINDOW_HOURS": 24,
     # Dotted path of a callable (user_id, conversation_ids) -> {id: {"title", "url"}}
     # that names the chats entries came from on the memory page ("" = no links).
     "SOURCE_LINKS": "",
@@ -64,6 +67,7 @@ class MemorySettings:
     policy_version: str
     default_save_mode: str
     proposal_ttl_days: float
+    idempotency_window_hours: float
     source_links: str
     versions_kept: int
     version_retention_days: float
@@ -105,6 +109,7 @@ def _build(configured) -> MemorySettings:
         policy_version=str(values["POLICY_VERSION"]),
         default_save_mode=str(values["DEFAULT_SAVE_MODE"]),
         proposal_ttl_days=float(values["PROPOSAL_TTL_DAYS"]),
+        idempotency_window_hours=float(values["IDEMPOTENCY_WINDOW_HOURS"]),
         source_links=str(values["SOURCE_LINKS"] or ""),
         versions_kept=int(values["VERSIONS_KEPT"]),
         version_retention_days=float(values["VERSION_RETENTION_DAYS"]),

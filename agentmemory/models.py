@@ -3,10 +3,12 @@
 A person owns at most one row per document type. A row never holds empty
 content: the store deletes a row when its last entry goes, and a missing row
 is empty memory. Only `agentmemory.store` reads or writes MemoryDocument.
+Idempotency records (`IdempotencyKey`) belong to `agentmemory.idempotency`.
 """
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 SCHEMA_VERSION = 1
 
@@ -259,3 +261,57 @@ class MemoryVersion(models.Model):
     def log_label(self) -> str:
         """The admin log's label: by id, so no username outlives a deleted account there."""
         return f"Version {self.pk} of user {self.user_id}"
+
+
+class IdempotencyKey(models.Model):
+    """One Idempotency-Key a person sent, and what its request did; never what it said.
+
+    Owned by `agentmemory.idempotency` (read its docstring for the rules).
+    Content-free apart from what the person could already read: the key is
+    kept as its SHA-256 (`key_digest`), the request as a fingerprint (a
+    SHA-256 of method, path and canonical body, never the body), the result
+    as a status and a body without memory content or reply text. A chat
+    turn's reply is kept by reference (`response["message_id"]`, in
+    `conversation_id`): the reply already lives in the person's own
+    conversation, where deleting the conversation deletes it, so a copy here
+    would outlive that deletion (and every "forget") for the whole window.
+    `outcome` is the memory outcome of the one commit made under the key
+    (status, counts, usage figures), written in that commit's transaction.
+    Deleted with the person, when they erase their memory, with the
+    conversation it refers to, and once `expires_at` passes
+    (`memory_expire_idempotency_keys`).
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys"
+    )
+    key_digest = models.CharField(max_length=64)
+    # "" for a record a memory turn's commit made without a request claiming the key.
+    fingerprint = models.CharField(max_length=64, blank=True)
+    state = models.CharField(max_length=8, choices=State.choices)
+    # The attempt holding a running record: only it may finish or release it.
+    token = models.CharField(max_length=32, blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    outcome = models.JSONField(null=True, blank=True)
+    # The chat conversation a turn's result refers to (no foreign key: agentmemory knows no chat).
+    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # A running record's lease: past it, a retry takes the key over.
+    locked_until = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        db_table = "agentmemory_idempotency_key"
+        verbose_name = "idempotency key"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key_digest"], name="agentmemory_one_record_per_key"),
+            models.CheckConstraint(condition=Q(state__in=["running", "done"]), name="agentmemory_idempotency_state_valid"),
+        ]
+
+    def __str__(self):
+        return f"Idempotency key {self.pk} of user {self.user_id}"

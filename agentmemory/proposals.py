@@ -109,12 +109,16 @@ def create(
     conversation_id: int | None = None,
     turn_id: str = "",
     should_cancel: Callable[[], bool] | None = None,
+    guard=None,
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
     Raise store.InactiveUser / store.MemoryTurnedOff / store.UnknownUser as
     the agent's commit would, and CommitCancelled (nothing stored) when
-    `should_cancel` turns True before the transaction ends.
+    `should_cancel` turns True before the transaction ends. With `guard` (an
+    `idempotency.CommitGuard`), raise idempotency.AlreadyCommitted (nothing
+    stored) when a proposal or commit under its key already stands, and
+    record this one's outcome (`proposal_id=`) in the same transaction.
     """
     cancelled = should_cancel or (lambda: False)
     started = time.monotonic()
@@ -123,6 +127,8 @@ def create(
         if cancelled():
             raise CommitCancelled()
         lock_person(user_id=user_id, agent=True)
+        if guard is not None:
+            guard.check()
         proposal = MemoryProposal.objects.create(
             user_id=user_id, operations=_to_json(operations), operation_count=len(operations),
             conversation_id=conversation_id,
@@ -132,6 +138,8 @@ def create(
             user_id=user_id, actor=Actor.AGENT, outcome=Outcome.PROPOSED, operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions, duration_ms=int((time.monotonic() - started) * 1000),
         )
+        if guard is not None:
+            guard.record(proposal_id=proposal.pk)
         if cancelled():
             raise CommitCancelled()
     return proposal.pk

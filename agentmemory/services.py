@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.module_loading import import_string
 
-from . import preferences, proposals, versions
+from . import idempotency, preferences, proposals, versions
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
@@ -36,14 +36,27 @@ def commit_batch(
     operations: Sequence[Operation],
     actor: str = Actor.USER,
     precondition: Callable[[Snapshot], None] | None = None,
+    idempotency_key: str | None = None,
 ) -> CommitResult:
-    """Commit a batch for one person and tell their open pages if it changed."""
+    """Commit a batch for one person and tell their open pages if it changed.
+
+    With `idempotency_key`, the batch commits once per key: raise
+    idempotency.AlreadyCommitted (nothing written) when a commit under it
+    stands; its `outcome` is `batch_outcome` of the first commit.
+    """
+    guard = (idempotency.CommitGuard(user_id=user_id, key=idempotency_key, describe=batch_outcome)
+             if idempotency_key is not None else None)
     result = commit_operations(
-        user_id=user_id, operations=list(operations), actor=actor, precondition=precondition
+        user_id=user_id, operations=list(operations), actor=actor, precondition=precondition, guard=guard,
     )
     if result.changed:
         broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
     return result
+
+
+def batch_outcome(*, outcome, changed, **facts) -> dict:
+    """What an idempotency record keeps of a batch's commit: its outcome and the documents it changed."""
+    return {"outcome": str(outcome), "changed": list(changed)}
 
 
 def add_entry(*, user_id, target: str, content: str) -> CommitResult:

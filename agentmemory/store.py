@@ -25,6 +25,13 @@ Validation errors and unknown database errors are raised at once.
 Cancellation. `should_cancel` is called before the query, before persisting,
 and before leaving the transaction; a True raises `CommitCancelled` inside
 the transaction, so the database rolls back.
+
+Idempotency. A commit under an idempotency key (`guard`, an
+`idempotency.CommitGuard`) checks under the person's lock that no commit
+under that key stands, and records its outcome in the same transaction, so
+the key's commit happens once even across retries and processes. That
+rarer path runs in Django's atomic block (the guard uses the ORM), not
+psycopg's own transaction.
 """
 from __future__ import annotations
 
@@ -54,10 +61,12 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .conf import memory_settings
+from .idempotency import AlreadyCommitted
 from .models import (
     SCHEMA_VERSION,
     Actor,
     ChangeKind,
+    IdempotencyKey,
     MemoryDocument,
     MemoryEvent,
     MemoryPreference,
@@ -337,6 +346,7 @@ def commit_operations(
     precondition: Callable[[Snapshot], None] | None = None,
     origin: Mapping | None = None,
     max_operations: int | None = None,
+    guard=None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
 
@@ -357,6 +367,9 @@ def commit_operations(
     `precondition`, if given, sees the latest snapshot under the lock and may
     raise MemoryValidationError to reject the batch (the memory page uses it
     to insist that the exact entry a person saw is still there).
+    With `guard` (an `idempotency.CommitGuard`), raise
+    idempotency.AlreadyCommitted (nothing written) when a commit under its
+    key already stands; otherwise its outcome is recorded with the commit.
     """
     config = memory_settings()
     limits = limits or config.limits
@@ -380,7 +393,7 @@ def commit_operations(
             # One transaction and one cursor: lock, reload, write, record the event.
             with (
                 _lock_wait(db, config.commit_lock_timeout),
-                _transaction(db) as direct,
+                _transaction(db, plain=guard is not None) as direct,
                 _commit_cursor(db, sql, direct=bool(direct)) as cursor,
             ):
                 if cancelled():
@@ -389,6 +402,8 @@ def commit_operations(
                 # on; the person, staff, the system and the readiness probe may still
                 # write for a deactivated account or one with memory off.
                 owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout)
+                if guard is not None:
+                    guard.check()
                 cursor.execute(sql.select_rows, [owner])
                 rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
                 stored = _state_from_rows(list(rows.values()))
@@ -416,6 +431,8 @@ def commit_operations(
                                    kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config)
                 else:
                     cursor.execute(sql.insert_event, params)
+                if guard is not None:
+                    guard.record(snapshot=updated, changed=changed, outcome=outcome, limits=limits, change_id=change_id)
                 if cancelled():
                     raise CommitCancelled()
             break
@@ -462,7 +479,7 @@ def _keep_versions(cursor, sql: _Statements, owner, change_id: int, stored: Stor
     cursor.execute(sql.prune_versions, [owner, cutoff, owner, max(1, config.versions_kept)])
 
 
-def _transaction(db):
+def _transaction(db, *, plain: bool = False):
     """The commit's transaction: psycopg's own on PostgreSQL, Django's atomic otherwise.
 
     On a PostgreSQL connection in autocommit mode and outside any atomic
@@ -471,9 +488,10 @@ def _transaction(db):
     a tenth of the commit's client CPU (bench/commit.py). The commit
     registers no on_commit hooks and runs no ORM query inside, and errors
     are translated as Django's would be. Inside a caller's atomic block (or
-    on SQLite, whose BEGIN IMMEDIATE Django issues) it is Django's atomic.
+    on SQLite, whose BEGIN IMMEDIATE Django issues) it is Django's atomic,
+    and so it is for a `plain` one, which runs ORM queries inside.
     """
-    if db.vendor != "postgresql" or db.in_atomic_block:
+    if plain or db.vendor != "postgresql" or db.in_atomic_block:
         return transaction.atomic()  # enters as None: Django's cursor inside
     return _PsycopgTransaction(db)
 
@@ -939,6 +957,8 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
                 "memory_type", "content"):
             entries[memory_type] = len(parse_document(content))
         MemoryDocument.objects.filter(user_id=user_id).delete()
+        # Idempotency records name what the person's requests did; an erase forgets them too.
+        IdempotencyKey.objects.filter(user_id=user_id).delete()
         removed = {
             "profile_entries": entries["user"],
             "notes_entries": entries["memory"],
@@ -975,6 +995,7 @@ def lock_owner_for_deletion(*, user_id) -> None:
     MemoryEvent.objects.filter(user_id=user_id).delete()
     MemoryProposal.objects.filter(user_id=user_id).delete()
     MemoryPreference.objects.filter(user_id=user_id).delete()
+    IdempotencyKey.objects.filter(user_id=user_id).delete()
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -1085,6 +1106,7 @@ async def commit_in_worker(
     actor: str = Actor.AGENT,
     limits: Mapping[str, int] | None = None,
     origin: Mapping | None = None,
+    guard=None,
 ) -> CommitResult:
     """Run `commit_operations` in a worker thread that a cancel can still stop.
 
@@ -1101,6 +1123,7 @@ async def commit_in_worker(
             actor=actor,
             limits=limits,
             origin=origin,
+            guard=guard,
         )
     )
     try:
@@ -1109,6 +1132,6 @@ async def commit_in_worker(
         event.set()
         try:
             await worker
-        except (CommitCancelled, MemoryValidationError, DatabaseError):
+        except (CommitCancelled, MemoryValidationError, DatabaseError, AlreadyCommitted):
             pass
         raise

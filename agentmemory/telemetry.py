@@ -464,6 +464,8 @@ def _failure_outcome(exc: BaseException) -> str:
         return "rejected"
     if names & {"CommitCancelled", "CancelledError"}:
         return "cancelled"
+    if "AlreadyCommitted" in names:  # a commit under this idempotency key already stands
+        return "replayed"
     return "failed"
 
 

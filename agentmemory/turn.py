@@ -37,17 +37,25 @@ a proposal instead of a commit, created at the same point and under the same
 conditions (`agentmemory.proposals`): status proposed, with `proposal_id`.
 Set `conversation_id` and `turn_id` on the memory turn before `commit()` so
 the proposal says where it came from.
+
+With `idempotency_key` (the client's Idempotency-Key, `agentmemory.idempotency`)
+the turn's commit (or proposal) happens at most once per person and key: a
+second commit with the same key, in this process or another, commits nothing
+and returns the first one's outcome (`replayed` is then True). The key's
+record is written in the commit's own transaction, so a crash cannot leave a
+commit without it. Claim the key with `idempotency.claim` around the whole
+request too, and a retry does not even run the model again.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from . import notify, preferences, proposals, store
+from . import idempotency, notify, preferences, proposals, store
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
@@ -152,7 +160,7 @@ class MemoryTurn:
 
     def __init__(
         self, *, user_id, enabled: bool | None = None, limits: Mapping[str, int] | None = None,
-        temporary: bool = False,
+        temporary: bool = False, idempotency_key: str | None = None,
     ) -> None:
         config = memory_settings()
         self.user_id = user_id
@@ -164,6 +172,9 @@ class MemoryTurn:
         # Where a proposal came from (set by the chat before the commit); no content.
         self.conversation_id: int | None = None
         self.turn_id = ""
+        # The commit happens once per key; a commit already made under it is replayed, not repeated.
+        self.idempotency_key = idempotency_key
+        self.replayed = False
         if self.enabled and temporary:
             self.enabled, self.off_code = False, "temporary"
         self.limits = dict(limits or config.limits)
@@ -274,6 +285,8 @@ class MemoryTurn:
         past the limit is `discarded`, and the answer stands. If the task is
         cancelled meanwhile, the worker's transaction decides (the event is
         set) and the outcome records what it decided before CancelledError.
+        With an idempotency key, a commit already made under it is not
+        repeated: its outcome is returned (and `replayed` is True).
         """
         if self._outcome is not None:
             return self._outcome
@@ -283,22 +296,30 @@ class MemoryTurn:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         operations = self.staged
         if not operations:
-            return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
+            first = await self._first_outcome()
+            return first if first is not None else self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
         event = cancel_event or threading.Event()
         if self.ask_first:
             return await self._propose(operations, event)
+        guard = self._guard(lambda *, snapshot, changed, outcome, limits, change_id=None: MemoryOutcome(
+            COMMITTED, operation_count=len(operations), changed=tuple(changed),
+            usage=notify.usage_payload(snapshot, limits), code="" if changed else "unchanged", change_id=change_id,
+        ))
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
-                                   origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id})
+                                   origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id},
+                                   guard=guard)
         )
         return await self._decided(worker, event, len(operations),
                                    lambda result: self._committed(result, len(operations)))
 
     async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
         """Store the staged batch as a proposal, at the point where a commit would run."""
+        guard = self._guard(lambda *, proposal_id: MemoryOutcome(
+            PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
         worker = asyncio.ensure_future(in_worker(
             proposals.create, user_id=self.user_id, operations=operations,
-            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
+            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set, guard=guard,
         ))
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
@@ -321,11 +342,16 @@ class MemoryTurn:
             event.set()
             try:
                 result = await worker
+            except idempotency.AlreadyCommitted as first:
+                self._replay(first.outcome)
             except Exception as exc:
                 self._settle(self._failed(exc, count))
             else:
                 await done(result)
             raise
+        except idempotency.AlreadyCommitted as first:
+            # A commit under this idempotency key already stands: nothing was written now.
+            return self._replay(first.outcome)
         except store.UnknownUser:
             # Deactivated or deleted while the turn ran: nothing is written.
             return await self.discard(reason="account_closed")
@@ -356,9 +382,44 @@ class MemoryTurn:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
 
+    # --- idempotency ---------------------------------------------------------------------
+
+    def _guard(self, outcome: Callable[..., MemoryOutcome]) -> idempotency.CommitGuard | None:
+        """The commit's guard for this turn's key: it stores `outcome(**facts)`, settled, content-free."""
+        if self.idempotency_key is None:
+            return None
+        return idempotency.CommitGuard(user_id=self.user_id, key=self.idempotency_key,
+                                       describe=lambda **facts: _stored(self._settled(outcome(**facts))))
+
+    async def _first_outcome(self) -> MemoryOutcome | None:
+        """The outcome of a commit already made under this turn's key, settled as this turn's; or None."""
+        if self.idempotency_key is None:
+            return None
+        try:
+            stored = await in_worker(idempotency.first_outcome, user_id=self.user_id, key=self.idempotency_key)
+        except Exception as exc:  # nothing is committed either way: the turn goes on
+            logger.warning("idempotency record not read: %s", type(exc).__name__)
+            return None
+        return self._replay(stored) if stored is not None else None
+
+    def _replay(self, stored: Mapping) -> MemoryOutcome:
+        """Settle the turn on the first commit's stored outcome; nothing is committed now."""
+        if self._outcome is None:
+            self.replayed = True
+            self._outcome = MemoryOutcome(
+                status=str(stored["status"]), operation_count=int(stored.get("operation_count") or 0),
+                changed=tuple(stored.get("changed") or ()), usage=stored.get("usage"), code=str(stored.get("code") or ""),
+                memory_full=bool(stored.get("memory_full")), proposal_id=stored.get("proposal_id"),
+                change_id=stored.get("change_id"),
+            )
+        return self._outcome
+
+    def _settled(self, outcome: MemoryOutcome) -> MemoryOutcome:
+        return replace(outcome, memory_full=self._memory_full(outcome))
+
     def _settle(self, outcome: MemoryOutcome) -> MemoryOutcome:
         if self._outcome is None:
-            self._outcome = replace(outcome, memory_full=self._memory_full(outcome))
+            self._outcome = self._settled(outcome)
         return self._outcome
 
     def _memory_full(self, outcome: MemoryOutcome) -> bool:
@@ -398,3 +459,10 @@ class MemoryTurn:
             if announced is False:  # the channel layer failed: say so rather than leave other pages stale
                 self._outcome = outcome = replace(outcome, code="not_announced")
         return outcome
+
+
+def _stored(outcome: MemoryOutcome) -> dict:
+    """What an idempotency record keeps of an outcome: its fields, without the sentence (derived)."""
+    stored = outcome.as_dict()
+    del stored["message"]
+    return stored

@@ -8,40 +8,85 @@ CSRF, permissions, throttles and serializers unchanged; Django's ASGI
 handler cancels that task when the client disconnects, and the cancellation
 reaches `run_turn`, which discards the ledger (and rolls back a commit in
 flight). The conversation views do no model work and stay plain DRF.
+
+Idempotency. A turn sent with an `Idempotency-Key` header runs once per
+person and key (`agentmemory.idempotency` holds the rules): the key is
+claimed before the turn takes a slot, a retry gets the first answer again
+(`Idempotent-Replayed: true`), 409 while the first still runs, 422 with
+another body. Only an answered turn is kept; a turn that failed, was
+cancelled before it completed or found no conversation releases the key, so
+a retry runs. The record keeps the answer as a reference to the stored
+reply, which a replay reads back from the person's conversation.
 """
 from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import threading
 
 from adrf.views import APIView as AsyncAPIView
 from django.conf import settings
 from django.http import Http404
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
 from asgiref.sync import sync_to_async
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
 
+from agentmemory import idempotency
+from agentmemory.workers import in_worker
+
 from . import budget, credentials, retention
 from .budget import ChatTurnThrottle
 
-from .models import Conversation
+from .models import Conversation, Message
 from .serializers import (
     ConversationSerializer,
     DeletedSerializer,
     EvalTurnRequestSerializer,
     EvalTurnResponseSerializer,
     MessageSerializer,
+    TurnConflictSerializer,
     TurnFailureSerializer,
     TurnRequestSerializer,
     TurnResponseSerializer,
 )
 from .turns import ConversationNotFound, TemporaryChat, TurnFailed, TurnResult, run_eval_turn, run_turn
 
+logger = logging.getLogger(__name__)
+
 FAILURE_STATUS = {"internal_error": 500, "cancelled": 409, "session_ended": 403, "turn_timeout": 504}
 BUSY_RETRY_SECONDS = 2
+# How long a claimed key's first attempt may run before a retry takes it over:
+# the turn's model deadline, plus its memory commit and the conversation log.
+IDEMPOTENCY_MARGIN_SECONDS = 60
+KEY_NOT_FOR_TEMPORARY = (
+    "A temporary chat keeps nothing, so its answer cannot be given again: send it without the "
+    "Idempotency-Key header (a temporary turn never changes memory)."
+)
+REPLY_NOT_KEPT = "This reply is not in your conversation history, so it cannot be sent again; its memory outcome stands."
+
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    idempotency.HEADER,
+    {"type": "string", "minLength": 1, "maxLength": idempotency.MAX_KEY_LENGTH + 2, "pattern": idempotency.KEY_PATTERN},
+    OpenApiParameter.HEADER,
+    description=(
+        "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
+        "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) answers the first turn's result again "
+        "(with Idempotent-Replayed: true) and never runs or commits again; 409 while the first is still "
+        "running; 422 with another body. 1 to 255 visible ASCII characters (no spaces, commas, quotes or "
+        "backslashes), bare or in double quotes. Not for temporary turns."
+    ),
+)
+REPLAYED_HEADER = OpenApiParameter(
+    idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200], enum=["true"],
+    description="Present (true) when the answer is the stored result of an earlier request with the same Idempotency-Key.",
+)
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After", int, OpenApiParameter.HEADER, response=[409, 429], required=True,
+    description="Seconds to wait before sending again.",
+)
 
 # DRF answers 403 on every route here when the credentials are missing or wrong.
 NOT_SIGNED_IN = OpenApiResponse(
@@ -93,6 +138,9 @@ TURN_EXAMPLES = [
 ]
 
 
+_TURN_FIELDS = ("turn_id", "conversation_id", "temporary", "message_id", "reply", "model", "memory", "notice")
+
+
 def _turn_response(result: TurnResult) -> dict:
     return {
         "turn_id": result.turn_id,
@@ -104,6 +152,40 @@ def _turn_response(result: TurnResult) -> dict:
         "memory": result.memory.as_dict(),
         "notice": result.notice,
     }
+
+
+def _kept(body: dict) -> dict:
+    """What the idempotency record keeps of a turn's answer: all but the reply's text (its message id stays)."""
+    return {name: value for name, value in body.items() if name != "reply"}
+
+
+def _replayed_turn(*, user_id, stored: dict) -> dict:
+    """The first answer again: the stored body, with the reply read back from the person's conversation."""
+    message_id = stored.get("message_id")
+    reply = None
+    if message_id is not None:
+        reply = (Message.objects.filter(pk=message_id, conversation__user_id=user_id, role=Message.Role.ASSISTANT)
+                 .values_list("content", flat=True).first())
+    body = {**stored, "reply": reply if reply is not None else ""}
+    if reply is None:
+        body["notice"] = REPLY_NOT_KEPT
+    return {name: body.get(name) for name in _TURN_FIELDS}
+
+
+async def _settle_key(claim, result: TurnResult | None) -> None:
+    """Keep the answered turn's result under its key, or give the key back (nothing was committed)."""
+    if claim is None:
+        return
+    try:
+        if result is None:
+            await asyncio.shield(in_worker(idempotency.release, claim))
+        else:
+            await asyncio.shield(in_worker(
+                idempotency.finish, claim, status=200, body=_kept(_turn_response(result)),
+                conversation_id=result.conversation_id,
+            ))
+    except Exception as exc:  # the answer stands; a retry after the lease runs, and cannot commit again
+        logger.warning("idempotency record not settled: %s", type(exc).__name__)
 
 
 def _failure_response(failure: TurnFailed) -> Response:
@@ -151,12 +233,21 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         request=TurnRequestSerializer,
         responses={
             200: TurnResponseSerializer,
-            400: OpenApiResponse(description="Invalid body (empty or too long message)."),
+            400: OpenApiResponse(description=(
+                "Invalid body (empty or too long message); or, with code invalid_idempotency_key, a malformed "
+                "Idempotency-Key header, or one sent with a temporary turn (code idempotency_key_temporary).")),
             403: OpenApiResponse(description=(
                 "Not signed in (send Authorization: Token <key>, or the session cookie with the CSRF token); "
                 "or, with code session_ended, the session or token ended before the answer completed and "
                 "nothing was saved.")),
             404: OpenApiResponse(description="The conversation is not yours or does not exist."),
+            409: OpenApiResponse(TurnConflictSerializer, description=(
+                "code idempotency_key_in_use: the first request with this Idempotency-Key is still running; "
+                "retry after Retry-After seconds to get its result. (code cancelled, without a key header: "
+                "the turn was stopped and nothing was saved.)")),
+            422: OpenApiResponse(TurnConflictSerializer, description=(
+                "code idempotency_key_reused: this Idempotency-Key was already used with a different body; "
+                "nothing ran.")),
             429: OpenApiResponse(description="Too many turns; wait and retry."),
             500: TurnFailureSerializer,
             502: TurnFailureSerializer,
@@ -164,15 +255,31 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
                 "The turn ran past CHAT_TURN_TIMEOUT_SECONDS (code turn_timeout): the model was stopped and "
                 "nothing was saved.")),
         },
+        parameters=[IDEMPOTENCY_KEY_PARAMETER, REPLAYED_HEADER, RETRY_AFTER_HEADER],
         examples=TURN_EXAMPLES,
         tags=["chat"],
     )
     async def post(self, request):
+        try:
+            key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
+        except idempotency.InvalidKey as exc:
+            return Response({"code": exc.code, "detail": exc.message}, status=400)
         serializer = TurnRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        temporary = bool(serializer.validated_data.get("temporary"))
+        if key is not None and temporary:
+            return Response({"code": "idempotency_key_temporary", "detail": KEY_NOT_FOR_TEMPORARY}, status=400)
+        claim = None
+        if key is not None:
+            claimed = await self._claim(request, key)
+            if isinstance(claimed, Response):  # a replay, 409 or 422: not a turn after all
+                await sync_to_async(budget.give_back, thread_sensitive=False)(getattr(request, "turn_budget", None))
+                return claimed
+            claim = claimed
         slot = await sync_to_async(budget.acquire_turn, thread_sensitive=False)(request.user.pk)
         if slot is None:
-            # Not a turn after all: the rate budget the throttle took is given back.
+            # Not a turn after all: the rate budget the throttle took is given back, and the key.
+            await _settle_key(claim, None)
             await sync_to_async(budget.give_back, thread_sensitive=False)(getattr(request, "turn_budget", None))
             return Response(
                 {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
@@ -180,22 +287,50 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
                            "to finish, then send again."},
                 status=429, headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
             )
+        completed: list[TurnResult] = []  # the result, once the turn is complete (even if cancelled after)
         try:
             result = await run_turn(
                 user=request.user,
                 content=serializer.validated_data["content"],
                 conversation_id=serializer.validated_data.get("conversation_id"),
                 cancel_event=threading.Event(),
-                temporary=TemporaryChat() if serializer.validated_data.get("temporary") else None,
+                temporary=TemporaryChat() if temporary else None,
                 signed_in=credentials.for_request(request),
+                idempotency_key=key,
+                completed=completed.append,
             )
         except ConversationNotFound as exc:
+            await _settle_key(claim, None)
             raise NotFound(str(exc)) from None
         except TurnFailed as failure:
+            await _settle_key(claim, None)  # nothing was committed: a retry may run
             return _failure_response(failure)
+        except BaseException:  # a disconnect (CancelledError) or an error: keep the answer only if it came
+            await _settle_key(claim, completed[0] if completed else None)
+            raise
         finally:
             await asyncio.shield(sync_to_async(slot.release, thread_sensitive=False)())
-        return Response(_turn_response(result))
+        body = _turn_response(result)
+        await _settle_key(claim, result)
+        return Response(body)
+
+    async def _claim(self, request, key: str):
+        """Claim the person's key for this turn: the Claim, or the Response that answers instead."""
+        try:
+            claimed = await in_worker(
+                idempotency.claim, user_id=request.user.pk, key=key,
+                fingerprint=idempotency.fingerprint(request.method, request.path, request.data),
+                lease_seconds=settings.CHAT_TURN_TIMEOUT_SECONDS + IDEMPOTENCY_MARGIN_SECONDS,
+            )
+        except idempotency.KeyReused as exc:
+            return Response({"code": exc.code, "detail": exc.message}, status=422)
+        except idempotency.InProgress as exc:
+            return Response({"code": exc.code, "detail": exc.message, "retry_after": exc.retry_after},
+                            status=409, headers={"Retry-After": str(exc.retry_after)})
+        if isinstance(claimed, idempotency.Replay):
+            return Response(await in_worker(_replayed_turn, user_id=request.user.pk, stored=claimed.body),
+                            status=claimed.status, headers={idempotency.REPLAYED_HEADER: "true"})
+        return claimed
 
 
 class HasEvalServiceToken(permissions.BasePermission):

@@ -75,11 +75,17 @@ def expire(*, now: datetime | None = None) -> int:
 
 
 def forget_links(*, user_id, conversation_id: int) -> None:
-    """Drop every link to the conversation from the person's memory: entries, versions, proposals (text stays)."""
+    """Drop every link to the conversation from the person's memory: entries, versions, proposals (text stays).
+
+    The idempotency records of its turns go too: they point at its replies,
+    and a retry of such a turn after the deletion runs afresh.
+    """
+    from agentmemory.idempotency import forget_conversations
     from agentmemory.models import MemoryProposal
     from agentmemory.store import UnknownUser, forget_conversation
 
     MemoryProposal.objects.filter(user_id=user_id, conversation_id=conversation_id).update(conversation_id=None)
+    forget_conversations(user_id=user_id, conversation_ids=[conversation_id])
     try:
         forget_conversation(user_id=user_id, conversation_id=conversation_id)
     except UnknownUser:  # the account itself is being deleted: its memory goes with it

@@ -111,6 +111,14 @@ class TurnFailureSerializer(serializers.Serializer):
     memory = MemoryOutcomeSerializer()
 
 
+class TurnConflictSerializer(serializers.Serializer):
+    """409 and 422 of an Idempotency-Key: the key is busy, or it was used for another request."""
+
+    code = serializers.CharField(help_text="idempotency_key_in_use (409) or idempotency_key_reused (422).")
+    detail = serializers.CharField(help_text="What happened and what to do next, as a plain sentence.")
+    retry_after = serializers.IntegerField(required=False, help_text="409: seconds to wait (also in Retry-After).")
+
+
 class EvalTurnResponseSerializer(serializers.Serializer):
     turn_id = serializers.CharField()
     reply = serializers.CharField(allow_blank=True)

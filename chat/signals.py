@@ -88,7 +88,8 @@ def on_account_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender="chat.Conversation")
 def forget_proposal_source(sender, instance, **kwargs) -> None:
-    """A deleted conversation leaves memory entries, versions and pending proposals in place, without links to it."""
+    """A deleted conversation leaves memory entries, versions and pending proposals in place, without links to it;
+    the idempotency records of its turns go with it (see `chat.retention.forget_links`)."""
     from .retention import forget_links
 
     forget_links(user_id=instance.user_id, conversation_id=instance.pk)

@@ -200,6 +200,8 @@ async def run_turn(
     cancel_event: threading.Event | None = None,
     temporary: TemporaryChat | None = None,
     signed_in: Callable[[], bool] | None = None,
+    idempotency_key: str | None = None,
+    completed: Callable[[TurnResult], None] | None = None,
 ) -> TurnResult:
     """Run one turn for an authenticated person; return the answer and memory outcome.
 
@@ -207,7 +209,12 @@ async def run_turn(
     conversation log (`conversation_id` must be None). `signed_in` re-reads
     the credential the turn came with (`chat.credentials`, run in a worker
     thread) just before a staged change is committed; False fails the turn
-    `session_ended` and commits nothing.
+    `session_ended` and commits nothing. With `idempotency_key` (claimed by
+    the transport, `agentmemory.idempotency`) the turn's memory commit
+    happens once per key: a commit already made under it is replayed, not
+    repeated. `completed` sees the result as soon as the turn is complete,
+    even when a cancel arrives while the reply is stored (the turn then
+    re-raises CancelledError, yet it did complete).
     Raise ConversationNotFound for a conversation that is not theirs,
     TurnFailed when no answer was produced (nothing was committed), and
     re-raise CancelledError after discarding what was staged.
@@ -219,11 +226,12 @@ async def run_turn(
     turn = _Turn(
         user_id=user.pk,
         content=content,
-        memory=MemoryTurn(user_id=user.pk, temporary=temporary is not None),
+        memory=MemoryTurn(user_id=user.pk, temporary=temporary is not None, idempotency_key=idempotency_key),
         emit=_quiet(emit),
         cancel_event=cancel_event or threading.Event(),
         temporary=temporary,
         signed_in=signed_in,
+        completed=completed,
     )
     return await turn.run(conversation_id)
 
@@ -279,6 +287,7 @@ class _Turn:
     tool_events: list[ToolEvent] = field(default_factory=list)
     temporary: TemporaryChat | None = None
     signed_in: Callable[[], bool] | None = None
+    completed: Callable[[TurnResult], None] | None = None
 
     @property
     def temporary_id(self) -> str | None:
@@ -438,6 +447,8 @@ class _Turn:
             model=attempt.model, memory=outcome, tool_events=attempt.tool_events,
             message_id=message_id, created_at=created_at, notice=notice, temporary_id=self.temporary_id,
         )
+        if self.completed is not None:
+            self.completed(result)
         await self.emit(result.completed_frame())
         if cancelled:
             raise asyncio.CancelledError()

@@ -329,6 +329,7 @@ AGENTMEMORY = {
     "PROPOSAL_TTL_DAYS": env.float("AGENTMEMORY_PROPOSAL_TTL_DAYS", default=7),
     "VERSIONS_KEPT": env.int("AGENTMEMORY_VERSIONS_KEPT", default=50),
     "VERSION_RETENTION_DAYS": env.float("AGENTMEMORY_VERSION_RETENTION_DAYS", default=30),
+    "IDEMPOTENCY_WINDOW_HOURS": env.float("AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS", default=24),
     # The memory page links each entry to the chat it came from.
     "SOURCE_LINKS": "chat.sources.conversation_links",
     # "Erase memory and chats" deletes the person's conversations too.

@@ -119,17 +119,20 @@ async def wait_for(predicate, *, timeout: float = 10, interval: float = 0.01) ->
         await asyncio.sleep(interval)
 
 
-def asgi_post(path: str, payload: dict, *, authorization: str, gone: asyncio.Event, sent: list[dict]):
+def asgi_post(path: str, payload: dict, *, authorization: str, gone: asyncio.Event, sent: list[dict],
+              headers: tuple[tuple[bytes, bytes], ...] = ()):
     """Return (scope, receive, send) for one JSON POST through an ASGI app.
 
     Setting `gone` makes the client disconnect; the app's messages land in `sent`.
+    `headers` are sent too.
     """
     body = json.dumps(payload).encode()
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
         "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
         "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()), (b"authorization", authorization.encode())],
+                    (b"content-length", str(len(body)).encode()), (b"authorization", authorization.encode()),
+                    *headers],
         "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
     }
     body_sent = False

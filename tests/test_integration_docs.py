@@ -112,6 +112,19 @@ async def test_the_memory_turn_sample(user):
 
 
 @pytest.mark.django_db(transaction=True)
+async def test_the_memory_turn_sample_commits_once_per_idempotency_key(user):
+    remember = run("memory turn")["remember"]
+    first = await remember(user, json.dumps(CALL), idempotency_key="retry-me")
+    other = {"operations": [{"target": "user", "action": "add", "content": "Works in UTC"}]}
+    retried = await remember(user, json.dumps(other), idempotency_key="retry-me")  # the retry's model chose otherwise
+
+    assert first.status == "committed" and retried == first
+    assert await db(committed, user) == (FACT,)  # the retry committed nothing
+    assert (await remember(user, json.dumps(other))).status == "committed"  # without the key: a new turn
+    assert await db(committed, user) == (FACT, "Works in UTC")
+
+
+@pytest.mark.django_db(transaction=True)
 async def test_the_chat_completions_sample(user, model):
     answer = run("chat completions")["answer"]
     model.push(tool_call(CALL), text("Noted: one short example per answer."))
