@@ -9,7 +9,8 @@ it holds under contention.
    which also sets the lock timeout and reads the account's is_active and
    the memory switch; SELECT the memory rows with their sources; the same
    pure rules and source carrying; UPDATE/INSERT/DELETE of the changed rows
-   with their sources; the event INSERT) on a psycopg connection with its defaults
+   with their sources; the event INSERT; since issue 25 each changed document's
+   version and the prune of the person's oldest) on a psycopg connection with its defaults
    (server-side binding, statements prepared after 5 runs). All variants run
    in the same process against the same server, one commit each per step in
    a freshly shuffled order (a fixed rotation favoured some variants by
@@ -46,6 +47,7 @@ deleted before that. It prints figures only, never memory content.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import random
 import statistics
@@ -338,7 +340,7 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
         cursor.execute(
             "INSERT INTO agentmemory_event (user_id, actor, outcome, operation_count, targets, actions, "
             "user_characters, memory_characters, retry_count, duration_ms, error_code, created_at) "
-            "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())",
+            "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())" + ("" if bare else " RETURNING id"),
             (
                 user_id,
                 "committed" if changed else "unchanged",
@@ -349,6 +351,24 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
                 document_length(updated.memory),
                 int((time.monotonic() - started) * 1000),
             ),
+        )
+        if bare or not changed:
+            return
+        # Issue 25: each changed document's version, then the person's versions past the kept ones.
+        event_id = cursor.fetchone()[0]
+        for target in changed:
+            cursor.execute(
+                "INSERT INTO agentmemory_version (user_id, event_id, memory_type, before, before_provenance, after, "
+                "kind, by, conversation_id, turn_id, schema_version, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, 'change', 'agent', NULL, '', 1, %s)",
+                (user_id, event_id, target, render_document(current.entries(target)),
+                 Jsonb(provenance.to_json(sources[target])), render_document(updated.entries(target)), now),
+            )
+        cursor.execute(
+            "DELETE FROM agentmemory_version WHERE user_id = %s AND (created_at < %s OR event_id <= "
+            "(SELECT DISTINCT event_id FROM agentmemory_version WHERE user_id = %s ORDER BY event_id DESC "
+            "LIMIT 1 OFFSET %s))",
+            (user_id, now - datetime.timedelta(days=30), user_id, 50),
         )
 
 
