@@ -14,7 +14,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from agentmemory.models import Actor, MemoryDocument, MemoryEvent, Outcome
+from agentmemory.models import Actor, MemoryDocument, MemoryEvent, MemoryVersion, Outcome
 from chat.models import Conversation, Message
 
 from .memory_helpers import crawl, fresh_throttle, seed  # noqa: F401  (fresh_throttle is an autouse fixture)
@@ -26,8 +26,9 @@ SECRETS = (SECRET, TITLE_SECRET, MEMORY_SECRET)
 CONVERSATIONS = "/admin/chat/conversation/"
 DOCUMENTS = "/admin/agentmemory/memorydocument/"
 EVENTS = "/admin/agentmemory/memoryevent/"
+VERSIONS = "/admin/agentmemory/memoryversion/"
 VIEW = (
-    ("agentmemory", "view_memorydocument"), ("agentmemory", "view_memoryevent"),
+    ("agentmemory", "view_memorydocument"), ("agentmemory", "view_memoryevent"), ("agentmemory", "view_memoryversion"),
     ("chat", "view_conversation"), ("chat", "view_message"),
 )
 
@@ -84,13 +85,17 @@ def test_staff_without_the_content_permission_get_no_text_title_or_memory_anywhe
         *(f"{CONVERSATIONS}{c.pk}/change/" for c in transcripts),
         *(f"{CONVERSATIONS}{c.pk}/history/" for c in transcripts),
         *(f"{DOCUMENTS}{d.pk}/change/" for d in MemoryDocument.objects.all()),
-        *(f"{url}?q={secret}" for url in (CONVERSATIONS, DOCUMENTS, EVENTS) for secret in SECRETS),
+        *(f"{VERSIONS}{v.pk}/change/" for v in MemoryVersion.objects.all()),
+        *(f"{url}?q={secret}" for url in (CONVERSATIONS, DOCUMENTS, EVENTS, VERSIONS) for secret in SECRETS),
+        f"{VERSIONS}?before__contains={MEMORY_SECRET}", f"{VERSIONS}?after__contains={MEMORY_SECRET}",
         f"{CONVERSATIONS}?q=alice", f"{CONVERSATIONS}?o=1", f"{CONVERSATIONS}?o=-2.3",
     ]
     responses.update({url: viewer.get(url) for url in probes})
 
     assert any(url.startswith(CONVERSATIONS) and url.endswith("/change/") and r.status_code == 200
                for url, r in responses.items()), "the viewer reaches the conversations themselves"
+    assert any(url.startswith(VERSIONS) and url.endswith("/change/") and r.status_code == 200
+               for url, r in responses.items()), "the viewer reaches the versions themselves"
     assert len(responses) > 20
     assert leaks(responses) == []
 
@@ -216,3 +221,11 @@ def test_erases_by_the_person_name_no_staff_member(user):
 
     event = MemoryEvent.objects.get(user=user, outcome=Outcome.ERASED)
     assert (event.actor, event.staff_id, event.staff_username) == (Actor.USER, None, "")
+
+
+def test_staff_with_the_content_permission_read_versions_and_the_read_is_recorded(transcripts, reader, user):
+    version = MemoryVersion.objects.filter(user=user).first()
+    page = reader.get(f"{VERSIONS}{version.pk}/change/").content.decode()
+    assert MEMORY_SECRET in page
+    viewed = MemoryEvent.objects.get(user=user, outcome=Outcome.VIEWED)
+    assert viewed.viewed == "version" and viewed.actor == Actor.STAFF
