@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..conf import memory_settings
-from ..rules import TARGETS, Applied, MemoryValidationError, Operation, Snapshot, model_view, usage
+from ..rules import MAX_OPERATIONS, TARGETS, Applied, MemoryValidationError, Operation, Snapshot, model_view, usage
 from ..scope import MemoryLedger, MemoryRequest, get_memory_request, stage_batch
 from ..telemetry import memory_span
 
@@ -239,8 +239,8 @@ def _stage(request: MemoryRequest, target: str, lines: list[str], new_lines: lis
     except MemoryValidationError as exc:
         if exc.code == "over_capacity":
             ledger.capacity_refused = True
-        return _failed(ledger, limit, _rule_text(exc, path, request), exc.code, status="rejected",
-                       count=len(operations))
+        return _failed(ledger, limit, _rule_text(exc, path, request, len(operations)), exc.code,
+                       status="rejected", count=len(operations))
     ledger.failed_calls = 0
     if not applied.changes:
         return CommandReply(f"Nothing changed: {path} already holds this. Answer the user.", status="unchanged")
@@ -259,17 +259,18 @@ def _changes(applied: Applied) -> bool:
     return applied.changes
 
 
-def _rule_text(exc: MemoryValidationError, path: str, request: MemoryRequest) -> str:
+def _rule_text(exc: MemoryValidationError, path: str, request: MemoryRequest, count: int) -> str:
     """The rule a change broke, in the file's terms; nothing in this command was staged."""
     if exc.code == "over_capacity":
         target = FILES[path]
         text = (f"{path} would be {exc.excess or 0:,} characters over its limit of {request.limits[target]:,}. "
                 "Shorten or delete lines in the same command (create the file again with related facts "
                 "consolidated), then add the new fact.")
-    elif exc.code == "batch_size":
-        text = f"This command changes too many lines at once; change at most {_MAX} lines per command."
-    elif exc.code == "turn_budget":
-        text = "This turn cannot stage more changes (20 in all). Answer the user; the rest can wait for a later turn."
+    elif exc.code in ("batch_size", "turn_budget"):
+        left = request.ledger.operations_left
+        text = (f"This command would change {count} lines, and a turn stages at most {MAX_OPERATIONS} changes in all "
+                f"({left} left). " + ("Change fewer lines per command." if left else
+                                      "Answer the user; the rest can wait for a later turn."))
     elif exc.code.startswith("threat_") or exc.code in ("reserved_tag", "reserved_header", "control_character",
                                                           "delimiter_in_entry"):
         text = "A line was refused: " + exc.message
@@ -277,8 +278,6 @@ def _rule_text(exc: MemoryValidationError, path: str, request: MemoryRequest) ->
         text = exc.message
     return text + " Nothing in this command was staged."
 
-
-_MAX = 20
 
 
 def _view(snapshot: Snapshot, path: object, view_range: object, request: MemoryRequest) -> CommandReply:

