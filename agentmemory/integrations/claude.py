@@ -11,6 +11,13 @@ a refusal, the context window) or running out of rounds discards what was
 staged and raises. `memory=False` is the memory-free mode for untrusted
 routes: no block, no tool, no read.
 
+The `anthropic` client traces its API calls with OpenTelemetry, metadata
+only unless told to record content (`open_telemetry` with
+`traces.content_mode` "content", or ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE):
+a turn with memory always runs on a copy of the client that records
+metadata only, since its requests carry the memory block and the tool's
+commands.
+
 For Anthropic's tool runner (`client.beta.messages.tool_runner`) use
 `ClaudeMemoryTool` inside `MemoryTurn.attempt()` instead and commit yourself,
 as `run_with_memory` does.
@@ -70,6 +77,7 @@ async def run_with_memory(
     block = turn.prompt()
     prompt = "\n\n".join(part for part in (system, block, PROMPT_NOTE if block else "") if part)
     offered = [*tools, MEMORY_TOOL] if turn.tools else list(tools)
+    client = metadata_only(client)
     history = [dict(message) for message in messages]
     handlers = dict(tool_handlers or {})
     try:
@@ -92,6 +100,15 @@ async def run_with_memory(
     except BaseException:
         await turn.discard(reason="turn_failed")
         raise
+
+
+def metadata_only(client: AsyncAnthropic) -> AsyncAnthropic:
+    """Return `client`, or a copy of it whose spans record no request or response content."""
+    options = client.open_telemetry
+    if options["traces"]["content_mode"] == "metadata_only":
+        return client
+    return client.with_options(open_telemetry={**options, "traces": {**options["traces"],
+                                                                     "content_mode": "metadata_only"}})
 
 
 async def _result(call, turn: MemoryTurn, handlers: Mapping[str, ToolHandler]) -> dict:

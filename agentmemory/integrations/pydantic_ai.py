@@ -12,9 +12,11 @@ cancel, an answer cut off at the output limit (`finish_reason` "length",
 which Pydantic AI returns as output) or a stream left unfinished discards
 what was staged.
 
-Pydantic AI traces nothing unless the agent is instrumented; if you
-instrument it, pass `InstrumentationSettings(include_content=False)`:
-instrumented runs record prompts and tool arguments by default.
+Pydantic AI traces nothing unless the agent is instrumented, and an
+instrumented run records prompts and tool arguments unless told not to: a
+turn with memory refuses to start (`ValueError`, before any request) on an
+agent whose instrumentation records content. Instrument it with
+`InstrumentationSettings(include_content=False)`.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.models.instrumented import InstrumentationSettings, InstrumentedModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -67,10 +70,27 @@ class MemoryRun:
         return self.result.output
 
 
-async def _turn(deps, person, memory: bool) -> MemoryTurn:
+async def _turn(agent: Agent, deps, person, memory: bool) -> MemoryTurn:
     turn = MemoryTurn(user_id=person(deps), enabled=None if memory else False)
+    if turn.enabled:
+        refuse_content_tracing(agent)
     await turn.load()
     return turn
+
+
+def refuse_content_tracing(agent: Agent) -> None:
+    """Raise ValueError when the agent's instrumentation would record prompts and tool arguments."""
+    model = agent.model
+    if isinstance(model, InstrumentedModel):
+        settings = model.instrumentation_settings
+    else:
+        resolve = getattr(agent, "_resolve_instrumentation_settings", None)
+        settings = resolve() if resolve is not None else agent.instrument
+        if settings is True:
+            settings = InstrumentationSettings()
+    if settings and getattr(settings, "include_content", True):
+        raise ValueError("This agent's instrumentation records prompts and tool arguments, which would copy memory "
+                         "into traces: instrument it with InstrumentationSettings(include_content=False).")
 
 
 def _run_options(turn: MemoryTurn, person, options: dict) -> dict:
@@ -109,7 +129,7 @@ async def run_with_memory(
     `memory=False` is the memory-free mode for untrusted routes. Other
     keywords go to `agent.run`. Re-raise whatever ended the run, after discarding.
     """
-    turn = await _turn(deps, person, memory)
+    turn = await _turn(agent, deps, person, memory)
     try:
         with turn.attempt():
             result = await agent.run(user_prompt, deps=deps, **_run_options(turn, person, options))
@@ -145,7 +165,7 @@ async def run_stream_with_memory(
     Leaving the block early, an exception or a cancel discards; a stream that
     ended cut off at the output limit raises IncompleteAnswer after discarding.
     """
-    turn = await _turn(deps, person, memory)
+    turn = await _turn(agent, deps, person, memory)
     streamed = None
     try:
         with turn.attempt():

@@ -133,8 +133,12 @@ class ClaudeLoop:
     name = "claude-memory-tool"
     rounds = ROUNDS
 
+    def __init__(self) -> None:
+        self.tracing = None  # the client's open_telemetry option while traces are captured
+
     async def turn(self, server, person, question, *, memory=True) -> str:
-        client = AsyncAnthropic(base_url=server.anthropic_url, api_key="scripted", max_retries=0, timeout=20)
+        client = AsyncAnthropic(base_url=server.anthropic_url, api_key="scripted", max_retries=0, timeout=20,
+                                open_telemetry=self.tracing)
         try:
             text, _ = await claude_agent.answer(client, user_id=person.pk, question=question, memory=memory,
                                                 rounds=self.rounds, model="scripted")
@@ -153,10 +157,24 @@ class ClaudeLoop:
     def offers_tool(self, seen: Seen) -> bool:
         return "memory_20250818" in seen.tools
 
-    def capture_traces(self):
-        from agentmemory.testing.contract import no_traces
+    @contextlib.contextmanager
+    def capture_traces(self) -> Iterator[list[str]]:
+        """The anthropic client's own spans, with the client told to record content: the adapter must not let it."""
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-        return no_traces()  # the anthropic client records no traces of its own
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        self.tracing = {"tracer_provider": provider, "traces": {"content_mode": "content"}}
+        items: list[str] = []
+        try:
+            yield items
+        finally:
+            self.tracing = None
+            items.extend(span.to_json(indent=None) for span in exporter.get_finished_spans())
+        assert any("anthropic.messages.create" in item for item in items), "the client traced no call"
 
 
 LOOPS = {loop.name: loop for loop in (AgentsSdkLoop, PydanticAiLoop, ClaudeLoop)}

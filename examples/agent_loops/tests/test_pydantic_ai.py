@@ -63,3 +63,18 @@ async def test_the_tool_serves_only_the_person_its_run_depends_on(server):
     assert '"no_scope"' in server.requests[1].tool_results[0]
     assert (await turn.commit()).status == "nothing_to_commit"
     assert await people.stored(alice) == () and await people.stored(bob) == ()
+
+
+async def test_an_agent_instrumented_to_record_content_is_refused_before_any_request(server):
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    person = await People().make("alice")
+    client = openai_client(server)
+    agent = pydantic_agent.support_agent(client, model="scripted")
+    agent.instrument = InstrumentationSettings()  # Pydantic AI's default records prompts and tool arguments
+    with pytest.raises(ValueError, match="include_content=False"):
+        await pydantic_agent.answer(agent, user_id=person.pk, question="Hello.")
+    assert server.requests == []
+    server.push(Say("Hello."))  # the memory-free mode has no memory to copy
+    assert (await pydantic_agent.answer(agent, user_id=person.pk, question="Hello.", memory=False))[0] == "Hello."
+    await client.close()
