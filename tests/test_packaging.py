@@ -111,13 +111,14 @@ def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel)
     expected = {
         path.relative_to(ROOT).as_posix()
         for pattern in ("*.py", "migrations/*.py", "management/**/*.py", "templates/**/*.html", "static/**/*",
-                        "policy/*.md")
+                        "policy/*.md", "integrations/*.py", "testing/*.py")
         for path in source.glob(pattern) if path.is_file()
     }
     assert expected - set(names) == set()
     for required in ("agentmemory/migrations/0001_initial.py", "agentmemory/templates/agentmemory/base.html",
                      "agentmemory/templates/agentmemory/memory_page.html", "agentmemory/static/agentmemory/memory.js",
-                     "agentmemory/management/commands/memory_readiness.py"):
+                     "agentmemory/management/commands/memory_readiness.py",
+                     "agentmemory/integrations/claude_memory.py", "agentmemory/testing/contract.py"):
         assert required in names
 
     metadata = zipfile.ZipFile(wheel).read(dist_info + "METADATA").decode()
