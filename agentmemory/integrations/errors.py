@@ -1,6 +1,6 @@
 """Why an adapter's turn ended without a final answer (so nothing was committed).
 
-Messages are content-free: they name the reason, never the model's text.
+Messages are plain sentences a person may read, with no content of the model's; the reason's code is an attribute.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ class IncompleteAnswer(TurnNotCompleted):
     """The final answer was cut off (an output limit, a refusal): nothing is committed from it."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(f"The answer did not finish ({reason[:40]}); nothing was saved to memory.")
-        self.reason = reason[:40]
+        super().__init__("The answer stopped before it was finished, so nothing was saved to memory.")
+        self.reason = reason[:40]  # the model's stop reason, for logs and metrics (e.g. "max_tokens", "length")
 
 
 class TooManyRounds(TurnNotCompleted):
