@@ -4,6 +4,7 @@ import inspect
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
+from django.db.backends.signals import connection_created
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +18,13 @@ async def close_thread_connections(request):
 
 # The Agents SDK would export traces to OpenAI; the contract turns a collector on where it looks at traces.
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+
+def _fast_sqlite(sender, connection, **kwargs):
+    """Tests only: SQLite without fsync (each transactional test's flush waited on the disk)."""
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA synchronous = OFF")
+
+
+connection_created.connect(_fast_sqlite)
