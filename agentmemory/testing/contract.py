@@ -280,9 +280,11 @@ async def no_memory_content_in_logs_or_traces(loop: Loop, server: ScriptedServer
         await loop.turn(server, person, "Please remember my stand-up preference.")
     assert await people.stored(person) == (SENTINEL_SEED, SENTINEL_FACT)
     assert SENTINEL_SEED in server.requests[0].system, "the memory did reach the model (a sanity check)"
-    for sentinel in ("zq81", "kx47"):
-        assert not [line for line in logs if sentinel in line], f"{loop.name}: memory content reached a log"
-        assert not [item for item in traces if sentinel in item], f"{loop.name}: memory content reached a trace"
+    for sentinel in ("zq81", "kx47"):  # counted, never shown: a failure must not print the leaked text
+        leaked_logs = sum(sentinel in line for line in logs)
+        leaked_traces = sum(sentinel in item for item in traces)
+        assert leaked_logs == 0, f"{loop.name}: memory content reached {leaked_logs} log records"
+        assert leaked_traces == 0, f"{loop.name}: memory content reached {leaked_traces} trace items"
 
 
 SCENARIOS: tuple[Callable[[Loop, ScriptedServer, People], Awaitable[None]], ...] = (
