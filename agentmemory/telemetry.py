@@ -128,6 +128,8 @@ LIBRARY_LOGGERS = (
     "openai", "httpx", "httpx2", "httpcore", "httpcore2", "h11", "h2", "hpack", "asyncio",
     "daphne", "channels", "channels_redis", "django.channels", "django.db.backends",
     "twisted", "autobahn", "websockets", "urllib3", "requests", "opentelemetry",
+    # The agent frameworks of agentmemory.integrations (openai-agents logs as "openai.agents").
+    "anthropic", "pydantic_ai", "pydantic_graph", "mcp", "griffe",
 )
 _SQL_LOGGER = "django.db.backends"
 _SAFE_LIBRARY_EXTRAS = frozenset({"status_code", "duration", "alias"})

@@ -43,7 +43,7 @@ else
 fi
 
 if [ $packaging -eq 1 ]; then
-  echo "== Packaging: wheel, second project (SQLite and PostgreSQL), lean runtime, release commands =="
+  echo "== Packaging: wheel, second project and agent loops with the adapters' extras (SQLite and PostgreSQL), lean runtime, release commands =="
   started=$SECONDS
   env -u DATABASE_URL "$PY" -m pytest -q -m packaging
   rc=$?

@@ -6,6 +6,12 @@
   the pinned requirements of examples/second_project, and the second
   project's own tests run there, on SQLite and on PostgreSQL: agentmemory
   without `chat`, `config`, channels or the OpenTelemetry SDK;
+- another fresh virtual environment gets the wheel with its `agents`,
+  `pydantic-ai` and `anthropic` extras plus the pins of examples/agent_loops,
+  and that project's tests run there on both databases: the adapters of
+  agentmemory.integrations pass the contract (agentmemory.testing.contract)
+  with the real frameworks, and the adapter samples of docs/integration.md
+  run as written;
 - a fresh virtual environment with `pip install -r requirements.txt` holds no
   test tool, and runs the project's checks.
 
@@ -16,6 +22,7 @@ under the checksum of requirements.txt; the second project's is always new.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -33,6 +40,8 @@ pytestmark = pytest.mark.packaging
 
 ROOT = Path(__file__).resolve().parent.parent
 SECOND_PROJECT = ROOT / "examples" / "second_project"
+AGENT_LOOPS = ROOT / "examples" / "agent_loops"
+ADAPTER_EXTRAS = "agents,pydantic-ai,anthropic"
 CACHE = ROOT / ".cache" / "packaging"
 PG_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 TEST_TOOLS = ("pytest", "playwright", "hypothesis", "schemathesis")
@@ -84,7 +93,7 @@ def wheel(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def second_project_python(wheel, tmp_path_factory) -> Path:
+def second_project_python(wheel, agent_loops_install, tmp_path_factory) -> Path:
     started = time.monotonic()
     python = fresh_venv(tmp_path_factory.mktemp("second-venv") / "venv",
                         str(wheel), "-r", str(SECOND_PROJECT / "requirements.txt"))
@@ -102,13 +111,14 @@ def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel)
     expected = {
         path.relative_to(ROOT).as_posix()
         for pattern in ("*.py", "migrations/*.py", "management/**/*.py", "templates/**/*.html", "static/**/*",
-                        "policy/*.md")
+                        "policy/*.md", "integrations/*.py", "testing/*.py")
         for path in source.glob(pattern) if path.is_file()
     }
     assert expected - set(names) == set()
     for required in ("agentmemory/migrations/0001_initial.py", "agentmemory/templates/agentmemory/base.html",
                      "agentmemory/templates/agentmemory/memory_page.html", "agentmemory/static/agentmemory/memory.js",
-                     "agentmemory/management/commands/memory_readiness.py"):
+                     "agentmemory/management/commands/memory_readiness.py",
+                     "agentmemory/integrations/claude_memory.py", "agentmemory/testing/contract.py"):
         assert required in names
 
     metadata = zipfile.ZipFile(wheel).read(dist_info + "METADATA").decode()
@@ -117,32 +127,113 @@ def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel)
     assert "Django<7,>=5.2" in requires
     assert any(r.startswith("channels") and 'extra == "live"' in r for r in requires)
     assert any(r.startswith("opentelemetry-sdk") and 'extra == "otel"' in r for r in requires)
+    for extra, distribution in (("agents", "openai-agents"), ("pydantic-ai", "pydantic-ai-slim"),
+                                ("anthropic", "anthropic")):
+        assert any(r.startswith(distribution) and f'extra == "{extra}"' in r for r in requires), extra
     base = [r for r in requires if "extra ==" not in r]
-    assert not [r for r in base if r.lower().startswith(("channels", "opentelemetry-sdk", "openai", "daphne"))]
+    assert not [r for r in base if r.lower().startswith(("channels", "opentelemetry-sdk", "openai", "daphne",
+                                                         "pydantic-ai", "anthropic"))]
 
 
-def run_second_project(python: Path, tmp_path: Path, database_url: str | None) -> str:
-    env = child_env(TEST_DB_NAME=f"second_{os.getpid()}_{uuid.uuid4().hex[:8]}", TEST_DB_DIR=str(tmp_path))
+def project_env(tmp_path: Path, database_url: str | None, *, prefix: str) -> dict:
+    """The environment of a project's test run; its test database's name is unique to this run (TEST_DB_NAME)."""
+    env = child_env(TEST_DB_NAME=f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}", TEST_DB_DIR=str(tmp_path))
     if database_url:
         env["DATABASE_URL"] = database_url
-    # Run from the second project: its directory is on sys.path, this checkout is not.
-    result = run([python, "-m", "pytest", "-q"], cwd=SECOND_PROJECT, env=env, timeout=300)
+    return env
+
+
+def check_run(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, f"the project's tests exited {result.returncode}:\n" + (
+        result.stdout[-6000:] + result.stderr[-6000:])
     assert " passed" in result.stdout and "failed" not in result.stdout.splitlines()[-1], result.stdout
     return result.stdout
 
 
-def test_the_second_project_runs_on_the_installed_wheel_with_sqlite(second_project_python, tmp_path):
-    run_second_project(second_project_python, tmp_path, None)
+def run_project(project: Path, python: Path, tmp_path: Path, database_url: str | None, *, prefix: str) -> str:
+    """Run `project`'s own tests from its directory: it is on sys.path, this checkout is not."""
+    env = project_env(tmp_path, database_url, prefix=prefix)
+    return check_run(subprocess.run([str(python), "-m", "pytest", "-q"], cwd=project, env=env, capture_output=True,
+                                    text=True, timeout=300))
 
 
-def test_the_second_project_runs_on_the_installed_wheel_with_postgresql(second_project_python, tmp_path):
-    reachable = subprocess.run([sys.executable, str(ROOT / "scripts" / "pg_reachable.py"), PG_URL],
-                               capture_output=True, timeout=60).returncode == 0
+def postgres_reachable() -> bool:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "pg_reachable.py"), PG_URL],
+                          capture_output=True, timeout=60).returncode == 0
+
+
+def postgres_url() -> str:
+    reachable = postgres_reachable()
     if not reachable:
         if os.environ.get("REQUIRE_POSTGRES") == "1":
             pytest.fail(f"PostgreSQL is required but not reachable at {PG_URL}")
         pytest.skip(f"no PostgreSQL at {PG_URL}")
-    run_second_project(second_project_python, tmp_path, PG_URL)
+    return PG_URL
+
+
+def test_the_second_project_runs_on_the_installed_wheel_with_sqlite(second_project_python, tmp_path):
+    run_project(SECOND_PROJECT, second_project_python, tmp_path, None, prefix="second")
+
+
+def test_the_second_project_runs_on_the_installed_wheel_with_postgresql(second_project_python, tmp_path):
+    run_project(SECOND_PROJECT, second_project_python, tmp_path, postgres_url(), prefix="second")
+
+
+@pytest.fixture(scope="session")
+def agent_loops_install(wheel, tmp_path_factory) -> concurrent.futures.Future:
+    """Start installing the agent loops' environment (the wheel with the adapters' extras) in the background.
+
+    It is the slowest install (three agent frameworks), so it runs while the
+    second project installs and runs its tests.
+    """
+    home = tmp_path_factory.mktemp("loops-venv") / "venv"
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="loops-venv")
+
+    def install() -> tuple[Path, float]:
+        started = time.monotonic()
+        python = fresh_venv(home, f"{wheel}[{ADAPTER_EXTRAS}]", "-r", str(AGENT_LOOPS / "requirements.txt"))
+        return python, time.monotonic() - started
+
+    future = executor.submit(install)
+    executor.shutdown(wait=False)
+    return future
+
+
+@pytest.fixture(scope="session")
+def agent_loops_python(agent_loops_install) -> Path:
+    python, seconds = agent_loops_install.result(timeout=900)
+    print(f"agent loops environment (wheel with {ADAPTER_EXTRAS}) installed in {seconds:.1f} s (in the background)")
+    return python
+
+
+@pytest.fixture(scope="session")
+def agent_loops_runs(agent_loops_python, tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Run the agent loops' tests on SQLite and, when reachable, PostgreSQL at once (two processes, two cores)."""
+    databases = {"sqlite": None, **({"postgresql": PG_URL} if postgres_reachable() else {})}
+    started = {
+        name: subprocess.Popen([str(agent_loops_python), "-m", "pytest", "-q"], cwd=AGENT_LOOPS, text=True,
+                               env=project_env(tmp_path_factory.mktemp(f"loops-{name}"), url, prefix="loops"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for name, url in databases.items()
+    }
+    results = {}
+    for name, process in started.items():
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        results[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return results
+
+
+def test_the_adapters_pass_the_contract_with_their_extras_on_sqlite(agent_loops_runs):
+    check_run(agent_loops_runs["sqlite"])
+
+
+def test_the_adapters_pass_the_contract_with_their_extras_on_postgresql(agent_loops_runs):
+    postgres_url()
+    check_run(agent_loops_runs["postgresql"])
 
 
 @pytest.fixture(scope="session")
