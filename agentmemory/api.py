@@ -228,17 +228,11 @@ NOT_SIGNED_IN_RESPONSE = OpenApiResponse(
 THROTTLED_RESPONSE = OpenApiResponse(
     MemoryErrorSerializer, description="Too many memory changes (MEMORY_WRITE_RATE); wait and retry.",
 )
-IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
-    idempotency.HEADER,
-    {"type": "string", "minLength": 1, "maxLength": idempotency.MAX_KEY_LENGTH + 2, "pattern": idempotency.KEY_PATTERN},
-    OpenApiParameter.HEADER,
-    description=(
-        "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
-        "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) commits nothing again and answers the "
-        "first outcome and changed (with your memory as it is now, and Idempotent-Replayed: true); 409 "
-        "while the first is still running; 422 with another body. 1 to 255 visible ASCII characters (no "
-        "spaces, commas, quotes or backslashes), bare or in double quotes."
-    ),
+IDEMPOTENCY_KEY_PARAMETER = idempotency.key_parameter(
+    "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
+    "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) commits nothing again and answers the "
+    "first outcome and changed (with your memory as it is now, and Idempotent-Replayed: true); 409 "
+    "while the first is still running; 422 with another body."
 )
 REPLAYED_HEADER = OpenApiParameter(
     idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200, 400], enum=["true"],
@@ -557,6 +551,11 @@ CHANGE_CONFLICT = OpenApiResponse(MemoryErrorSerializer, description=(
     "was applied; nothing was changed. nothing_to_undo / already_restored: memory already holds it."))
 
 
+UNDO_RESPONSES = {200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
+                  404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
+                  503: UNAVAILABLE_RESPONSE}
+
+
 class ChangeAPIView(MemoryAPIView):
     # Refusals that are about the memory's state, not the request's shape.
     CONFLICT_CODES = frozenset({"conflict", "no_match", "ambiguous_match", "entry_changed", "nothing_to_undo",
@@ -617,9 +616,7 @@ class ChangeUndoView(ChangeAPIView):
                     "has changed since, nothing is changed (409 conflict). Capacity and the content rules hold "
                     "as for any change. The undo is itself a change, which can be undone.",
         request=None,
-        responses={200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
-                   503: UNAVAILABLE_RESPONSE},
+        responses=UNDO_RESPONSES,
     )
     def post(self, request, pk: str):
         return self.committed(request, services.undo_change(user_id=request.user.pk, change_id=pk))
@@ -638,9 +635,7 @@ class ChangeRestoreView(ChangeAPIView):
                     "by it; if your memory changes while it is applied, nothing is changed (409 conflict). The "
                     "restore is itself a change, which can be undone.",
         request=None,
-        responses={200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
-                   404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
-                   503: UNAVAILABLE_RESPONSE},
+        responses=UNDO_RESPONSES,
     )
     def post(self, request, pk: str):
         return self.committed(request, services.restore_change(user_id=request.user.pk, change_id=pk))

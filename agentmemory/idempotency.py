@@ -281,6 +281,17 @@ def _retry_after(remaining: timedelta) -> int:
     return max(1, min(RETRY_AFTER_SECONDS, math.ceil(remaining.total_seconds())))
 
 
+def key_parameter(description: str):
+    """The header as an OpenAPI parameter of a route that takes it (drf-spectacular): what a retry gets
+    there (`description`), then the key's form."""
+    from drf_spectacular.utils import OpenApiParameter
+
+    schema = {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH + 2, "pattern": KEY_PATTERN}
+    form = (f" 1 to {MAX_KEY_LENGTH} visible ASCII characters (no spaces, commas, quotes or backslashes), bare or "
+            "in double quotes.")
+    return OpenApiParameter(HEADER, schema, OpenApiParameter.HEADER, description=description + form)
+
+
 # --- the commit under a key -------------------------------------------------------------
 
 

@@ -67,17 +67,11 @@ KEY_NOT_FOR_TEMPORARY = (
 )
 REPLY_NOT_KEPT = "This reply is not in your conversation history, so it cannot be sent again; its memory outcome stands."
 
-IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
-    idempotency.HEADER,
-    {"type": "string", "minLength": 1, "maxLength": idempotency.MAX_KEY_LENGTH + 2, "pattern": idempotency.KEY_PATTERN},
-    OpenApiParameter.HEADER,
-    description=(
-        "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
-        "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) answers the first turn's result again "
-        "(with Idempotent-Replayed: true) and never runs or commits again; 409 while the first is still "
-        "running; 422 with another body. 1 to 255 visible ASCII characters (no spaces, commas, quotes or "
-        "backslashes), bare or in double quotes. Not for temporary turns."
-    ),
+IDEMPOTENCY_KEY_PARAMETER = idempotency.key_parameter(
+    "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
+    "within AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS (default 24) answers the first turn's result again "
+    "(with Idempotent-Replayed: true) and never runs or commits again; 409 while the first is still "
+    "running; 422 with another body. Not for temporary turns."
 )
 REPLAYED_HEADER = OpenApiParameter(
     idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200], enum=["true"],
