@@ -214,8 +214,11 @@ def attach_server_logs(item, report) -> None:
 
 # --- Redis -----------------------------------------------------------------------------
 
-# A database number of its own: the tests flush it before and after.
-MULTIPROCESS_REDIS_DB = int(os.environ.get("TEST_MULTIPROCESS_REDIS_DB", "14"))
+# A database number of its own: the tests flush it before and after. Each
+# pytest-xdist worker takes the next one down (gw0: 14, gw1: 13, ...), so
+# parallel workers never flush each other's.
+MULTIPROCESS_REDIS_DB = int(os.environ.get("TEST_MULTIPROCESS_REDIS_DB", "14")) - int(
+    os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 
 
 def redis_base_url() -> str:
