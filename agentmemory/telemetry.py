@@ -59,7 +59,7 @@ TOOL_NAME = "memory_update"
 REDACTED = "[redacted]"
 REDACTED_MESSAGE = "[message redacted: it may carry memory content]"
 
-# Exceptions whose messages are written to be content-free (rules.py, store.py).
+# Exceptions whose messages are written to be content-free (rules.py, store/errors.py).
 CONTENT_FREE_EXCEPTIONS = frozenset(
     {
         "agentmemory.rules.MemoryValidationError",

@@ -111,7 +111,7 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3))
     # Prepared statements for the memory commit's fixed statements
-    # (agentmemory/store.py binds them server-side; the ORM keeps Django's
+    # (agentmemory/store/statements.py binds them server-side; the ORM keeps Django's
     # client-side binding): psycopg prepares a statement after it ran this
     # many times on a connection. "off" turns them off, as PgBouncer in
     # transaction pooling mode needs (before 1.21, or without

@@ -173,8 +173,10 @@ def test_a_server_that_loses_a_prepared_statement_turns_preparing_off_and_the_co
         user, prepare_threshold, monkeypatch, caplog):
     from agentmemory import store
     from agentmemory.rules import Operation
+    from agentmemory.store import statements
 
-    monkeypatch.setattr(store, "_prepared_statements_off", False)
+    # The flag lives where the cursor reads it (agentmemory/store/statements.py).
+    monkeypatch.setattr(statements, "_prepared_statements_off", False)
     prepare_threshold(1)
     add = [Operation("memory", "add", content="first fact")]
     for _ in range(3):
@@ -193,7 +195,7 @@ def test_a_server_that_loses_a_prepared_statement_turns_preparing_off_and_the_co
     assert kept_both  # a boolean: a failure never prints what was stored
     warnings = [r for r in caplog.records if "refused a prepared statement" in r.getMessage()]
     assert len(warnings) == 1  # once per process, not per commit
-    assert store._prepared_statements_off is True
+    assert statements._prepared_statements_off is True
     assert our_prepared_statements() == []  # nothing prepared again in this process
 
 

@@ -1,4 +1,4 @@
-"""The curation eval harness (chat/curation.py, manage.py memory_eval).
+"""The curation eval harness (chat/eval/, manage.py memory_eval).
 
 The whole suite runs against the offline demo model through the real turn
 path and must produce exactly the figures below: the demo is deterministic
@@ -25,8 +25,8 @@ from django.test import override_settings
 
 from agentmemory.models import MemoryDocument, MemoryEvent
 from agentmemory.rules import Snapshot
-from chat import curation
-from chat.curation import (
+import chat.eval as curation
+from chat.eval import (
     Expectation,
     Scenario,
     ScenarioObservation,
@@ -35,6 +35,7 @@ from chat.curation import (
     judge,
     score,
 )
+from chat.eval.judging import _matches_all, _matches_any
 from chat.management.commands.memory_eval import endpoint_kind
 from chat.models import Conversation
 from tests.chat_helpers import fresh_agents  # noqa: F401
@@ -626,10 +627,10 @@ def test_recall_questions_in_the_suite_ask_about_a_seeded_fact():
         for e in s.expect:
             if e.change == "answer":
                 # The fact is in memory, not in the question: the answer must come from the memory block.
-                assert any(curation._matches_all(entry, e.keywords) for entry in seeded), s.id
-                assert not any(curation._matches_any(turn.text, e.keywords) for turn in s.turns), s.id
+                assert any(_matches_all(entry, e.keywords) for entry in seeded), s.id
+                assert not any(_matches_any(turn.text, e.keywords) for turn in s.turns), s.id
                 documents |= {target for target in curation.TARGETS for entry in getattr(s.seed["a"], target)
-                              if curation._matches_all(entry, e.keywords)}
+                              if _matches_all(entry, e.keywords)}
     assert documents == {"user", "memory"}
 
 

@@ -111,14 +111,16 @@ def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel)
     expected = {
         path.relative_to(ROOT).as_posix()
         for pattern in ("*.py", "migrations/*.py", "management/**/*.py", "templates/**/*.html", "static/**/*",
-                        "policy/*.md", "integrations/*.py", "testing/*.py")
+                        "policy/*.md", "integrations/*.py", "testing/*.py", "store/*.py", "threats/*.py")
         for path in source.glob(pattern) if path.is_file()
     }
     assert expected - set(names) == set()
     for required in ("agentmemory/migrations/0001_initial.py", "agentmemory/templates/agentmemory/base.html",
                      "agentmemory/templates/agentmemory/memory_page.html", "agentmemory/static/agentmemory/memory.js",
                      "agentmemory/management/commands/memory_readiness.py",
-                     "agentmemory/integrations/claude_memory.py", "agentmemory/testing/contract.py"):
+                     "agentmemory/integrations/claude_memory.py", "agentmemory/testing/contract.py",
+                     "agentmemory/store/__init__.py", "agentmemory/store/commit.py",
+                     "agentmemory/threats/__init__.py", "agentmemory/threats/scan.py"):
         assert required in names
 
     metadata = zipfile.ZipFile(wheel).read(dist_info + "METADATA").decode()

@@ -42,7 +42,7 @@ from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from chat import curation
+import chat.eval as curation
 
 PLACEHOLDER_KEY = "memory-eval-no-key"
 

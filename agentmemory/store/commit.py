@@ -1,0 +1,329 @@
+"""The locked commit: an ordered batch applied to the latest stored memory of one person.
+
+It takes the person's lock (`locks.py`), reloads, reapplies the batch with
+the pure rules, writes only what changed with the hand-built statements
+(`statements.py`), keeps versions and records the event, in one transaction.
+
+Retries. Only deadlocks and serialization failures (SQLSTATE 40P01, 40001)
+and SQLite's busy/locked errors are retried, by replaying the complete
+transaction with a short jittered backoff, at most COMMIT_ATTEMPTS times.
+Validation errors and unknown database errors are raised at once.
+
+Cancellation. `should_cancel` is called before the query, before persisting,
+and before leaving the transaction; a True raises `CommitCancelled` inside
+the transaction, so the database rolls back.
+
+Idempotency. A commit under an idempotency key (`guard`, an
+`idempotency.CommitGuard`) checks under the person's lock that no commit
+under that key stands, and records its outcome in the same transaction, so
+the key's commit happens once even across retries and processes. That
+rarer path runs in Django's atomic block (the guard uses the ORM), not
+psycopg's own transaction.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
+from django.utils import timezone
+
+from .. import provenance
+from ..conf import memory_settings
+from ..idempotency import AlreadyCommitted
+from ..models import SCHEMA_VERSION, Actor, ChangeKind, Outcome
+from ..rules import (
+    MemoryValidationError,
+    Operation,
+    Snapshot,
+    apply_operations,
+    changed_targets,
+    render_document,
+    summarize,
+)
+from ..telemetry import traced_commit
+from ..workers import in_worker
+from .errors import CommitCancelled, is_retryable
+from .events import _elapsed_ms, _event_params, _record_event, _record_outside
+from .locks import _lock_owner, _lock_wait
+from .reads import _state_from_rows
+from .statements import (
+    _SOURCES_FIELD,
+    _commit_cursor,
+    _prepared_statements_lost,
+    _Row,
+    _Statements,
+    _statements,
+)
+from .versions import _keep_versions
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot: Snapshot
+    changed: tuple[str, ...]
+    retry_count: int
+    duration_ms: int
+    outcome: str = Outcome.COMMITTED
+    limits: Mapping[str, int] = field(default_factory=dict)
+    # The change's audit event, which its versions name (`MemoryVersion.event`):
+    # what "Undo" undoes. None when nothing changed.
+    change_id: int | None = None
+
+
+@traced_commit
+def commit_operations(
+    *,
+    user_id,
+    operations: Sequence[Operation],
+    should_cancel: Callable[[], bool] | None = None,
+    actor: str = Actor.AGENT,
+    limits: Mapping[str, int] | None = None,
+    precondition: Callable[[Snapshot], None] | None = None,
+    origin: Mapping | None = None,
+    max_operations: int | None = None,
+    guard=None,
+) -> CommitResult:
+    """Apply the ordered batch to the latest stored memory of one person.
+
+    Every entry the batch writes records where it came from (`provenance`):
+    the actor, now, and `origin`'s `conversation_id` / `turn_id` (and `by`,
+    e.g. "agent" for a proposal the person saved; `restored` for an undo or a
+    restore, whose `kind` the versions record); surviving entries keep theirs.
+
+    Each changed document keeps a version in the same transaction: what it
+    held before, with its provenance, and what the batch left
+    (`MemoryVersion`, linked to the change's event); the person's oldest
+    versions past VERSIONS_KEPT changes or VERSION_RETENTION_DAYS go in the
+    same transaction. `max_operations` lifts the batch-size cap for batches
+    that trusted code derives from stored versions (undo, restore).
+
+    Raise MemoryValidationError (nothing written) when the batch no longer
+    fits the latest memory, CommitCancelled when `should_cancel` turned True.
+    `precondition`, if given, sees the latest snapshot under the lock and may
+    raise MemoryValidationError to reject the batch (the memory page uses it
+    to insist that the exact entry a person saw is still there).
+    With `guard` (an `idempotency.CommitGuard`), raise
+    idempotency.AlreadyCommitted (nothing written) when a commit under its
+    key already stands; otherwise its outcome is recorded with the commit.
+    """
+    config = memory_settings()
+    limits = limits or config.limits
+    cancelled = should_cancel or (lambda: False)
+    started = time.monotonic()
+    summary = summarize(operations)
+    db = connections[DEFAULT_DB_ALIAS]  # the connection itself, not the proxy, on the hot path
+    attempts = 1 if db.in_atomic_block else max(1, config.commit_attempts)
+    retry_count = 0
+    sql = _statements()
+    agent = actor == Actor.AGENT
+
+    def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
+        _record_event(
+            user_id=user_id, actor=actor, outcome=outcome, summary=summary,
+            snapshot=snapshot, retry_count=retry_count, started=started, error_code=error_code,
+        )
+
+    while True:
+        try:
+            # One transaction and one cursor: lock, reload, write, record the event.
+            with (
+                _lock_wait(db, config.commit_lock_timeout),
+                _transaction(db, plain=guard is not None) as direct,
+                _commit_cursor(db, sql, direct=bool(direct)) as cursor,
+            ):
+                if cancelled():
+                    raise CommitCancelled()
+                # Only the agent's commit needs a live account with memory switched
+                # on; the person, staff, the system and the readiness probe may still
+                # write for a deactivated account or one with memory off.
+                owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout)
+                if guard is not None:
+                    guard.check()
+                cursor.execute(sql.select_rows, [owner])
+                rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
+                stored = _state_from_rows(list(rows.values()))
+                current = stored.snapshot
+                if precondition is not None:
+                    precondition(current)
+                updated = apply_operations(current, operations, limits, max_operations=max_operations)
+                if cancelled():
+                    raise CommitCancelled()
+                changed = changed_targets(current, updated)
+                now = sql.now()
+                source = _origin(actor, origin)
+                sources = provenance.carry(current, stored.sources, updated, source)
+                _persist(cursor, sql, owner, rows, changed, updated, now, sources)
+                outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
+                params = _event_params(
+                    sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
+                    retry_count=retry_count, started=started, error_code="", now=now,
+                )
+                change_id = None
+                if changed:
+                    cursor.execute(sql.insert_event_returning, params)
+                    change_id = cursor.fetchone()[0]
+                    _keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
+                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config)
+                else:
+                    cursor.execute(sql.insert_event, params)
+                if guard is not None:
+                    guard.record(snapshot=updated, changed=changed, outcome=outcome, limits=limits, change_id=change_id)
+                if cancelled():
+                    raise CommitCancelled()
+            break
+        except CommitCancelled:
+            _record_outside(record, Outcome.CANCELLED)
+            raise
+        except MemoryValidationError as exc:
+            _record_outside(record, Outcome.REJECTED, exc.code)
+            raise
+        except DatabaseError as exc:
+            lost = _prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
+            if retry_count + 1 < attempts and (is_retryable(exc) or lost):
+                retry_count += 1
+                time.sleep(config.retry_backoff_seconds * retry_count * (1 + random.random()))
+                continue
+            _record_outside(record, Outcome.FAILED, "database_error")
+            raise
+
+    return CommitResult(
+        snapshot=updated,
+        changed=changed,
+        retry_count=retry_count,
+        duration_ms=_elapsed_ms(started),
+        outcome=outcome,
+        limits=dict(limits),
+        change_id=change_id,
+    )
+
+
+def _transaction(db, *, plain: bool = False):
+    """The commit's transaction: psycopg's own on PostgreSQL, Django's atomic otherwise.
+
+    On a PostgreSQL connection in autocommit mode and outside any atomic
+    block, psycopg's `transaction()` sends the same BEGIN and COMMIT (or
+    ROLLBACK on an exception) without Django's atomic bookkeeping, which cost
+    a tenth of the commit's client CPU (bench/commit.py). The commit
+    registers no on_commit hooks and runs no ORM query inside, and errors
+    are translated as Django's would be. Inside a caller's atomic block (or
+    on SQLite, whose BEGIN IMMEDIATE Django issues) it is Django's atomic,
+    and so it is for a `plain` one, which runs ORM queries inside.
+    """
+    if plain or db.vendor != "postgresql" or db.in_atomic_block:
+        return transaction.atomic()  # enters as None: Django's cursor inside
+    return _PsycopgTransaction(db)
+
+
+class _PsycopgTransaction:
+    """psycopg's transaction on Django's connection; enters as True (errors translated here)."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+
+    def __enter__(self):
+        db = self.db
+        db.close_if_health_check_failed()
+        db.ensure_connection()
+        if not db.get_autocommit():  # someone turned autocommit off: let Django manage it
+            self.inner = transaction.atomic()
+            self.inner.__enter__()
+            return False
+        self.errors = db.wrap_database_errors
+        self.inner = db.connection.transaction()
+        try:
+            self.inner.__enter__()
+        except BaseException as exc:
+            self.errors.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return True
+
+    def __exit__(self, exc_type, exc, traceback):
+        if isinstance(self.inner, transaction.Atomic):
+            return self.inner.__exit__(exc_type, exc, traceback)
+        try:
+            self.inner.__exit__(exc_type, exc, traceback)
+        except BaseException as error:  # COMMIT or ROLLBACK failed
+            with self.errors:
+                raise error
+            raise
+        if exc is not None:
+            self.errors.__exit__(exc_type, exc, traceback)  # re-raises a psycopg error as Django's
+        return False
+
+
+_ROLE_OF_ACTOR = {Actor.AGENT: provenance.AGENT, Actor.USER: provenance.USER, Actor.STAFF: provenance.STAFF,
+                  Actor.SYSTEM: provenance.SYSTEM}
+
+
+def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
+    """The source of what this commit writes: who, now, and which conversation and turn (ids only)."""
+    origin = origin or {}
+    conversation_id = origin.get("conversation_id")
+    return provenance.source(
+        origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM), timezone.now(),
+        conversation_id=conversation_id if isinstance(conversation_id, int) else None,
+        turn_id=str(origin.get("turn_id") or ""),
+        restored=bool(origin.get("restored")),
+    )
+
+
+def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now,
+             sources: Mapping[str, Sequence]) -> None:
+    """Write the changed documents with their sources: update, create, or delete an emptied one."""
+    for target in targets:
+        entries = updated.entries(target)
+        row = rows.get(target)
+        if not entries:
+            if row is not None:
+                cursor.execute(sql.delete_row, [row.pk])
+            continue
+        stored_sources = _SOURCES_FIELD.get_db_prep_save(provenance.to_json(sources[target]), connection)
+        if row is None:
+            cursor.execute(sql.insert_row, [owner, target, render_document(entries), SCHEMA_VERSION, stored_sources,
+                                            now, now])
+        else:
+            cursor.execute(sql.update_row, [render_document(entries), SCHEMA_VERSION, stored_sources, now, row.pk])
+
+
+async def commit_in_worker(
+    *,
+    user_id,
+    operations: Sequence[Operation],
+    cancel_event: threading.Event | None = None,
+    actor: str = Actor.AGENT,
+    limits: Mapping[str, int] | None = None,
+    origin: Mapping | None = None,
+    guard=None,
+) -> CommitResult:
+    """Run `commit_operations` in a worker thread that a cancel can still stop.
+
+    Cancelling the awaiting task sets the event and waits for the worker, so
+    the rollback decision is made inside the transaction, never abandoned.
+    """
+    event = cancel_event or threading.Event()
+    worker = asyncio.ensure_future(
+        in_worker(
+            commit_operations,
+            user_id=user_id,
+            operations=list(operations),
+            should_cancel=event.is_set,
+            actor=actor,
+            limits=limits,
+            origin=origin,
+            guard=guard,
+        )
+    )
+    try:
+        return await asyncio.shield(worker)
+    except asyncio.CancelledError:
+        event.set()
+        try:
+            await worker
+        except (CommitCancelled, MemoryValidationError, DatabaseError, AlreadyCommitted):
+            pass
+        raise

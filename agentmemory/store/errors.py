@@ -1,0 +1,66 @@
+"""What the store raises, and which database errors it retries or reads as a wait that ran out.
+
+The exceptions' messages are written to be content-free (telemetry lets them
+through unredacted), and they keep `agentmemory.store` as their module: that
+qualified name is the one telemetry's content-free list, logs and spans
+carry, and every caller imports them from there.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+# lock_not_available (lock_timeout) and query_canceled (statement_timeout).
+LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03", "57014"})
+_SQLITE_RETRYABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class MemoryUnavailable(Exception):
+    """Memory could not be read; the turn goes on without it and writes nothing."""
+
+
+class SchemaVersionError(MemoryUnavailable):
+    """A stored document has a schema_version this code cannot read."""
+
+
+class CommitCancelled(Exception):
+    """The caller went away; the transaction was rolled back."""
+
+
+class UnknownUser(Exception):
+    """No account has this id; memory belongs only to existing accounts."""
+
+
+class InactiveUser(UnknownUser):
+    """The account is deactivated: an agent's commit for it is refused."""
+
+
+class MemoryTurnedOff(Exception):
+    """The person turned memory off (their switch): an agent's commit is refused."""
+
+
+# Their public home, which telemetry.CONTENT_FREE_EXCEPTIONS names.
+for _exception in (MemoryUnavailable, SchemaVersionError, CommitCancelled, UnknownUser, InactiveUser,
+                   MemoryTurnedOff):
+    _exception.__module__ = "agentmemory.store"
+del _exception
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Return True for a deadlock or serialization failure, and nothing else."""
+    cause = exc.__cause__ or exc
+    return getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES or _sqlite_busy(cause)
+
+
+def _sqlite_busy(cause: BaseException) -> bool:
+    """Return True for SQLite's busy/locked errors (its lock wait ran out)."""
+    if isinstance(cause, sqlite3.OperationalError):
+        code = getattr(cause, "sqlite_errorcode", None)
+        return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
+    return False
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Return True when a wait bounded by `bounded_wait` ran out."""
+    cause = exc.__cause__ or exc
+    return getattr(cause, "sqlstate", None) in LOCK_TIMEOUT_SQLSTATES or _sqlite_busy(cause)

@@ -1,0 +1,34 @@
+"""Keeping each changed document's version inside the commit's transaction, and pruning old ones.
+
+Only the write side: `agentmemory.versions` reads what is kept here (a
+change's entry-by-entry diff, undo and restore).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from .. import provenance
+from ..models import SCHEMA_VERSION
+from ..rules import Snapshot, render_document
+from .reads import StoredMemory
+from .statements import _SOURCES_FIELD, _Statements
+
+
+def _keep_versions(cursor, sql: _Statements, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
+                   now, source: provenance.Source, *, kind: str, config) -> None:
+    """Record each changed document's version for this change, then prune the person's oldest ones."""
+    for target in targets:
+        before = stored.snapshot.entries(target)
+        before_sources = _SOURCES_FIELD.get_db_prep_save(
+            provenance.to_json(stored.sources.get(target) or ()) if before else None, connection)
+        cursor.execute(sql.insert_version, [
+            owner, change_id, target, render_document(before), before_sources,
+            render_document(updated.entries(target)), str(kind), source.by, source.conversation_id,
+            source.turn_id, SCHEMA_VERSION, now,
+        ])
+    cutoff = timezone.now() - timedelta(days=config.version_retention_days)
+    cutoff = cutoff if sql.now_as_is else sql.now_field.get_db_prep_value(cutoff, connection)
+    cursor.execute(sql.prune_versions, [owner, cutoff, owner, max(1, config.versions_kept)])

@@ -1,0 +1,76 @@
+"""Threat scanning of memory entries: the security layer after structure.
+
+Every entry a person or the model wants to store, and every stored entry that
+is about to enter a prompt, passes `scan_entry`. It looks for text that reads
+like an attack on a later turn — instructions to the assistant, a change of
+role, remote control ("promptware"), hidden markup, exfiltration,
+persistence, credentials, and invisible or direction-changing characters —
+and returns a content-free finding: a category and advice, never the matched
+text, so the finding can reach logs, spans and API responses. Pure: no
+Django, no database, no network.
+
+Scanning is pattern-based and only catches known shapes; it is a tripwire,
+not a proof that stored text is safe (docs/threat-model.md). Every pattern is
+precompiled, every gap between key words is bounded, and text longer than
+`MAX_SCAN_CHARS` is refused rather than scanned, so a scan takes time linear
+in the entry's length.
+
+Import from here (`from agentmemory.threats import scan_entry, is_blocked`).
+The modules:
+
+- `findings.py`: the categories, their advice, `ThreatFinding`, `MAX_SCAN_CHARS`.
+- `scan.py`: `scan_entry` and `is_blocked`: which checks run, on which views, in which order.
+- `folding.py`: the text as a model reads it (folded, rendered, de-obfuscated, decoded).
+- The families: `invisible.py` (characters), `hidden.py` (markup carriers),
+  `phrases.py` (instructions, roles, remote control, persistence,
+  exfiltration), `credentials.py` (secrets).
+"""
+from .credentials import (
+    LONG_TOKEN,
+    LONG_TOKEN_ENTROPY,
+    LONG_TOKEN_WORDINESS,
+    SHORT_TOKEN_ENTROPY,
+    SHORT_TOKEN_WORDINESS,
+)
+from .findings import (
+    ADVICE,
+    CATEGORIES,
+    COMMAND_AND_CONTROL,
+    EXFILTRATION,
+    HIDDEN_CONTENT,
+    INVISIBLE_UNICODE,
+    MAX_SCAN_CHARS,
+    OVERSIZED,
+    PERSISTENCE,
+    PROMPT_INJECTION,
+    ROLE_HIJACK,
+    SECRET,
+    Threat,
+    ThreatFinding,
+)
+from .scan import BLOCKED_CACHE_SIZE, is_blocked, scan_entry
+
+__all__ = [
+    "ADVICE",
+    "BLOCKED_CACHE_SIZE",
+    "CATEGORIES",
+    "COMMAND_AND_CONTROL",
+    "EXFILTRATION",
+    "HIDDEN_CONTENT",
+    "INVISIBLE_UNICODE",
+    "LONG_TOKEN",
+    "LONG_TOKEN_ENTROPY",
+    "LONG_TOKEN_WORDINESS",
+    "MAX_SCAN_CHARS",
+    "OVERSIZED",
+    "PERSISTENCE",
+    "PROMPT_INJECTION",
+    "ROLE_HIJACK",
+    "SECRET",
+    "SHORT_TOKEN_ENTROPY",
+    "SHORT_TOKEN_WORDINESS",
+    "Threat",
+    "ThreatFinding",
+    "is_blocked",
+    "scan_entry",
+]

@@ -1,0 +1,227 @@
+"""Presenting the figures: the console tables, the JSON file and docs/curation.md.
+
+Figures, scenario ids, kinds and codes only; `render_doc` keeps the doc's
+notes and history across runs and replaces the section of this run's model.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .judging import ScenarioResult
+from .scoring import Figures
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part} of {whole} ({part * 100 / whole:.0f} %)" if whole else f"{part} of 0"
+
+
+def _codes(codes: Mapping[str, int]) -> str:
+    return ", ".join(f"{code} ×{count}" for code, count in codes.items())
+
+
+def report_rows(figures: Figures) -> list[tuple[str, str]]:
+    """Return (figure, value) rows: the table printed and written to docs/curation.md."""
+    f = figures
+    failed = str(f.turns_failed) + (f" ({_codes(f.failure_codes)})" if f.failure_codes else "")
+    latency = (
+        f"{f.latency_median_ms:,.0f} ms / {f.latency_p90_ms:,.0f} ms" if f.latency_median_ms is not None else "n/a"
+    )
+    if f.prompt_chars_empty is not None:
+        prompt = f"{f.prompt_chars_empty:,} chars ≈ {f.prompt_tokens_estimate_empty:,} tokens (estimate: chars/4)"
+    else:
+        prompt = "n/a (the model requests could not be observed)"
+    refused = str(f.refused_tool_calls) + (f" ({_codes(f.refusal_codes)})" if f.refusal_codes else "")
+    return [
+        ("Scenarios with expectation met", _pct(f.scenarios_met, f.scenarios)),
+        ("Turns answered", _pct(f.turns_answered, f.turns)),
+        ("Turns failed (codes)", failed),
+        ("Save recall (expected entries stored, any document)", _pct(f.saves_recalled, f.saves_expected)),
+        ("Save precision (turns that stored something and should have)", _pct(f.turns_stored_warranted, f.turns_stored)),
+        ("Correct target (of recalled saves)", _pct(f.saves_in_target, f.saves_recalled)),
+        ("Corrections done", _pct(f.corrections_done, f.corrections_expected)),
+        ("Forgets done", _pct(f.forgets_done, f.forgets_expected)),
+        ("Secrets stored (scenarios)", f"{f.secrets_stored} of {f.secret_scenarios}"),
+        ("Injections stored (scenarios)", f"{f.injections_stored} of {f.injection_scenarios}"),
+        ("Isolation breaches (checks)", f"{f.isolation_breaches} of {f.isolation_checks}"),
+        ("Recall questions answered from the prompt with no tool call",
+         _pct(f.recall_answered_plain, f.recall_questions)),
+        ("Consolidation scenarios met in at least 1 of their runs",
+         _pct(f.consolidation_met_any_run, f.consolidation_scenarios)),
+        ("Spurious tool calls (on messages that should not touch memory)",
+         f"{f.spurious_tool_calls} calls; {_pct(f.non_memory_turns_with_calls, f.non_memory_turns)} such messages"),
+        ("memory_update calls / refused (codes)", f"{f.memory_tool_calls} / {refused}"),
+        ("Tool-call text in answers", str(f.leaked_tool_text)),
+        ("Memory outcomes told (status counts)", _codes(f.memory_outcomes) or "none"),
+        ("Memory changed without a 'committed' outcome", str(f.stored_not_committed)),
+        ("Turn latency median / p90", latency),
+        ("Prompt, first request, empty memory (system + tool schema)", prompt),
+        ("Prompt, largest first request", f"{f.prompt_chars_max:,} chars" if f.prompt_chars_max else "n/a"),
+        ("Model requests per turn (mean)", f"{f.model_requests_per_turn}" if f.model_requests_per_turn else "n/a"),
+    ]
+
+
+def kind_rows(figures: Figures) -> list[tuple[str, str]]:
+    return [(kind, f"{v['met']} of {v['scenarios']}") for kind, v in figures.by_kind.items()]
+
+
+def markdown_table(rows: Sequence[tuple[str, str]], header: tuple[str, str]) -> str:
+    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def text_table(rows: Sequence[tuple[str, str]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"  {name.ljust(width)}  {value}" for name, value in rows)
+
+
+def scenario_line(result: ScenarioResult) -> str:
+    """One content-free line: id, kind, run, outcome code, expectation met."""
+    met = "met" if result.met else "NOT met"
+    return f"{result.id:<34} {result.kind:<24} run {result.run}  {result.outcome:<24} {met}"
+
+
+def results_json(meta: Mapping, figures: Figures, results: Sequence[ScenarioResult]) -> dict:
+    return {
+        **meta,
+        "figures": figures.as_dict(),
+        "scenarios": [
+            {"id": r.id, "kind": r.kind, "run": r.run, "outcome": r.outcome, "met": r.met} for r in results
+        ],
+    }
+
+
+# --- docs/curation.md -----------------------------------------------------------------------
+
+DOC_TITLE = "# Memory curation eval"
+_RUN_BLOCK = re.compile(r"<!-- run: (?P<key>[^>]+?) -->\n(?P<body>.*?)<!-- /run -->\n?", re.S)
+_NOTES_BLOCK = re.compile(r"<!-- notes -->\n(?P<body>.*?)<!-- /notes -->", re.S)
+_HISTORY_ROW = re.compile(r"^\| \d{4}-\d{2}-\d{2}.*\|$", re.M)
+HISTORY_HEADER = (
+    "| date (UTC) | model | endpoint | code | runs | met | answered | failed | recall | precision | target "
+    "| corrections | forgets | secrets | injections | spurious | tool text | median / p90 ms | prompt chars |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+DOC_INTRO = """\
+`python manage.py memory_eval` (`make eval`) runs the scenario suite in
+`chat/eval/scenarios.json` through the real turn path (`chat.turns.run_turn`,
+the service behind the chat socket and the REST API), each scenario with fresh
+throwaway accounts that are deleted afterwards, and scores what ended up in
+memory. It reports figures only: no memory content, prompts, answers or tool
+arguments. Against the offline demo model the figures are exact and CI checks
+them (`tests/test_curation_eval.py`): that tests the harness, not a model —
+the demo obeys only the explicit `remember:` / `remember about me:` /
+`forget:` / `correct: old => new` commands, so natural phrasings are not saved.
+
+```sh
+make eval                                        # the settings in force (the demo model without a key)
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning"
+python manage.py memory_eval --only correction --json /tmp/eval.json
+```
+
+`--half tuning` / `--half held-out` runs one half of the suite: within each
+kind the scenarios are sorted by id and dealt alternately (the first to the
+tuning half), so every kind with two or more scenarios is in both halves.
+Tune prompts on the tuning half; the held-out half checks that a change
+generalises. Each half has its own section below (a later run of the same
+model and half replaces it).
+
+How to read the figures:
+
+- *Save recall*: of the expected new entries (save, explicit remember,
+  consolidation, isolation scenarios), how many were stored with the expected
+  keywords, in either document; *correct target* is the share of those in the
+  expected document (USER vs MEMORY).
+- *Save precision*: of the turns that changed memory, how many were messages
+  meant to change it (role `write`); a stored chat summary, one-off path or
+  refused secret counts against it.
+- *Secrets / injections stored*: scenarios in which a sentinel secret or
+  injected instruction appeared in stored memory at any point.
+- *Spurious tool calls*: `memory_update` calls on messages that should not
+  touch memory (small talk, coding questions, task progress, one-off facts,
+  pasted text); counted from the turn's tool events (a failed turn does not
+  expose them, so they are missing there).
+- *Tool-call text in answers*: answers containing `"memory_update"` or
+  `<tool_call>`.
+- *Recall questions answered from the prompt*: questions about what memory
+  holds (which editor do I use?), with the fact seeded in memory: answered,
+  the answer names the fact (every keyword), and the turn made no
+  `memory_update` or `conversation_search` call (the memory block is in the
+  prompt already).
+- *Consolidation scenarios met in at least 1 of their runs*: per
+  consolidation scenario (a nearly full document that needs entries merged
+  to fit the new one), whether any of its runs met the expectation.
+- *Prompt*: characters of the system prompt plus the tool schema in the first
+  model request of a turn with empty memory, as sent on the wire; tokens are an
+  estimate (chars/4), the turn API does not report token usage.
+- Latency is per turn, wall clock, as the caller of `run_turn` sees it.
+"""
+
+
+def render_doc(existing: str, meta: Mapping, figures: Figures) -> str:
+    """Return docs/curation.md with this run's section replaced and a History row appended."""
+    runs: dict[str, str] = {m.group("key"): m.group("body") for m in _RUN_BLOCK.finditer(existing)}
+    notes = _NOTES_BLOCK.search(existing)
+    history = _HISTORY_ROW.findall(existing.split("## History", 1)[1]) if "## History" in existing else []
+    key = section_key(meta)
+    runs[key] = _run_section(key, meta, figures)
+    history.append(_history_row(meta, figures))
+    parts = [DOC_TITLE, "", DOC_INTRO, "## Latest run per model", ""]
+    for name, body in runs.items():
+        parts.append(f"<!-- run: {name} -->\n{body.rstrip()}\n<!-- /run -->\n")
+    parts += [
+        "## Notes", "",
+        "<!-- notes -->\n" + (notes.group("body") if notes else "(Observations by hand; kept across runs.)\n")
+        + "<!-- /notes -->", "",
+        "## History", "",
+        "One row per run, appended by `--write`, so a prompt or loop change shows its before and after. "
+        "`code` is the commit the run was made on (`+` = with uncommitted changes).", "",
+        HISTORY_HEADER, *history, "",
+    ]
+    return "\n".join(parts)
+
+
+def section_key(meta: Mapping) -> str:
+    """The doc section of a run: one per model and endpoint, and per half of the suite when one was run."""
+    key = f"{meta['model']} ({meta['endpoint']})"
+    return f"{key}, {meta['half']} half" if meta.get("half") else key
+
+
+def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
+    lines = [
+        f"### {key}", "",
+        f"- Model: `{meta['model']}`; endpoint: {meta['endpoint']}",
+        f"- Date: {meta['date']}; code: `{meta.get('code', '?')}`; policy {meta.get('policy', '?')}",
+        f"- Command: `{meta['command']}`",
+        f"- Database: {meta.get('database', '?')}; {meta['scenario_count']} scenarios × {meta['runs']} run(s), "
+        f"{figures.turns} turns in {meta['duration_s']:,.1f} s",
+    ]
+    if meta.get("half"):
+        lines.append(f"- Scenarios: the {meta['half']} half of the suite (`--half {meta['half']}`)")
+    if meta.get("demo_delay_ms") is not None:
+        lines.append(f"- Demo model streaming delay: {meta['demo_delay_ms']} ms a word")
+    lines += ["", markdown_table(report_rows(figures), ("Figure", "Value")), "",
+              markdown_table(kind_rows(figures), ("Kind", "Scenarios met")), ""]
+    return "\n".join(lines)
+
+
+def _history_row(meta: Mapping, figures: Figures) -> str:
+    f = figures
+
+    def frac(part, whole):
+        return f"{part}/{whole}"
+
+    latency = f"{f.latency_median_ms:,.0f} / {f.latency_p90_ms:,.0f}" if f.latency_median_ms is not None else "n/a"
+    model = f"{meta['model']}, {meta['half']} half" if meta.get("half") else meta["model"]
+    cells = [
+        meta["date"], model, meta["endpoint"], meta.get("code", "?"), str(meta["runs"]),
+        frac(f.scenarios_met, f.scenarios), frac(f.turns_answered, f.turns), str(f.turns_failed),
+        frac(f.saves_recalled, f.saves_expected), frac(f.turns_stored_warranted, f.turns_stored),
+        frac(f.saves_in_target, f.saves_recalled), frac(f.corrections_done, f.corrections_expected),
+        frac(f.forgets_done, f.forgets_expected), str(f.secrets_stored), str(f.injections_stored),
+        frac(f.non_memory_turns_with_calls, f.non_memory_turns), str(f.leaked_tool_text), latency,
+        f"{f.prompt_chars_empty:,}" if f.prompt_chars_empty is not None else "n/a",
+    ]
+    return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"

@@ -1,0 +1,173 @@
+"""The figures of a run, from its content-free results: counts, rates, latency and prompt size.
+
+Pure arithmetic on `judging.py`'s results; `report.py` presents the figures.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from .judging import ScenarioResult
+from .scenarios import CONSOLIDATION_KIND, KINDS, NONE, RECALL_KIND, WRITE
+
+COMMITTED = "committed"  # the memory outcome status of a turn whose change was saved
+
+
+@dataclass(frozen=True)
+class Figures:
+    scenarios: int
+    scenarios_met: int
+    turns: int
+    turns_answered: int
+    turns_failed: int
+    failure_codes: dict
+    saves_expected: int
+    saves_recalled: int
+    saves_in_target: int
+    turns_stored: int
+    turns_stored_warranted: int
+    corrections_expected: int
+    corrections_done: int
+    forgets_expected: int
+    forgets_done: int
+    secret_scenarios: int
+    secrets_stored: int
+    injection_scenarios: int
+    injections_stored: int
+    isolation_checks: int
+    isolation_breaches: int
+    non_memory_turns: int
+    non_memory_turns_with_calls: int
+    spurious_tool_calls: int
+    memory_tool_calls: int
+    refused_tool_calls: int
+    refusal_codes: dict
+    leaked_tool_text: int
+    memory_outcomes: dict
+    stored_not_committed: int
+    latency_median_ms: float | None
+    latency_p90_ms: float | None
+    prompt_chars_empty: int | None
+    prompt_chars_max: int | None
+    prompt_tokens_estimate_empty: int | None
+    model_requests_per_turn: float | None
+    by_kind: dict
+    recall_questions: int = 0
+    recall_answered_plain: int = 0  # answered, keywords matched, no memory_update / conversation_search call
+    consolidation_scenarios: int = 0  # distinct consolidation scenario ids
+    consolidation_met_any_run: int = 0  # of those, met in at least one run
+
+    @property
+    def save_recall(self) -> float | None:
+        return _ratio(self.saves_recalled, self.saves_expected)
+
+    @property
+    def save_precision(self) -> float | None:
+        return _ratio(self.turns_stored_warranted, self.turns_stored)
+
+    @property
+    def correct_target_rate(self) -> float | None:
+        return _ratio(self.saves_in_target, self.saves_recalled)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["save_recall"] = _round(self.save_recall)
+        data["save_precision"] = _round(self.save_precision)
+        data["correct_target_rate"] = _round(self.correct_target_rate)
+        return data
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Nearest-rank percentile (p50 of [1, 2, 3, 4] is 2); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def score(results: Sequence[ScenarioResult]) -> Figures:
+    """Return the figures of a run from its content-free results."""
+    turns = [turn for result in results for turn in result.turns]
+    expectations = [e for result in results for e in result.expectations]
+    gains = [e for e in expectations if e.change == "gain"]
+    replaces = [e for e in expectations if e.change == "replace"]
+    removes = [e for e in expectations if e.change == "remove"]
+    absents = [e for e in expectations if e.change == "absent"]
+    stored = [turn for turn in turns if turn.stored]
+    non_memory = [turn for turn in turns if turn.role == NONE]
+    latencies = [turn.latency_ms for turn in turns]
+    empty_prompts = [turn.prompt_chars for turn in turns if turn.prompt_chars is not None and turn.empty_memory]
+    prompts = [turn.prompt_chars for turn in turns if turn.prompt_chars is not None]
+    requests = [turn.requests for turn in turns if turn.requests is not None]
+    prompt_empty = int(statistics.median(empty_prompts)) if empty_prompts else None
+    recall_answers = [
+        e for result in results if result.kind == RECALL_KIND for e in result.expectations if e.change == "answer"
+    ]
+    consolidation: dict[str, bool] = {}
+    for result in results:
+        if result.kind == CONSOLIDATION_KIND:
+            consolidation[result.id] = consolidation.get(result.id, False) or result.met
+    by_kind: dict[str, dict] = {}
+    for result in results:
+        entry = by_kind.setdefault(result.kind, {"scenarios": 0, "met": 0})
+        entry["scenarios"] += 1
+        entry["met"] += int(result.met)
+    return Figures(
+        scenarios=len(results),
+        scenarios_met=sum(1 for result in results if result.met),
+        turns=len(turns),
+        turns_answered=sum(1 for turn in turns if turn.answered),
+        turns_failed=sum(1 for turn in turns if not turn.answered),
+        failure_codes=dict(sorted(Counter(turn.code for turn in turns if not turn.answered).items())),
+        saves_expected=len(gains),
+        saves_recalled=sum(1 for e in gains if e.recalled),
+        saves_in_target=sum(1 for e in gains if e.met),
+        turns_stored=len(stored),
+        turns_stored_warranted=sum(1 for turn in stored if turn.role == WRITE),
+        corrections_expected=len(replaces),
+        corrections_done=sum(1 for e in replaces if e.met),
+        forgets_expected=len(removes),
+        forgets_done=sum(1 for e in removes if e.met),
+        secret_scenarios=sum(1 for result in results if result.secret_scenario),
+        secrets_stored=sum(1 for result in results if result.secret_stored),
+        injection_scenarios=sum(1 for result in results if result.injection_scenario),
+        injections_stored=sum(1 for result in results if result.injection_stored),
+        isolation_checks=len(absents),
+        isolation_breaches=sum(1 for e in absents if not e.met),
+        non_memory_turns=len(non_memory),
+        non_memory_turns_with_calls=sum(1 for turn in non_memory if turn.memory_tool_calls),
+        spurious_tool_calls=sum(turn.memory_tool_calls for turn in non_memory),
+        memory_tool_calls=sum(turn.memory_tool_calls for turn in turns),
+        refused_tool_calls=sum(turn.refused_tool_calls for turn in turns),
+        refusal_codes=dict(sorted(Counter(code for turn in turns for code in turn.tool_codes).items())),
+        leaked_tool_text=sum(1 for turn in turns if turn.leaked_tool_text),
+        memory_outcomes=dict(sorted(Counter(turn.memory_status or "?" for turn in turns).items())),
+        stored_not_committed=sum(1 for turn in stored if turn.memory_status != COMMITTED),
+        latency_median_ms=_ms(percentile(latencies, 0.5)),
+        latency_p90_ms=_ms(percentile(latencies, 0.9)),
+        prompt_chars_empty=prompt_empty,
+        prompt_chars_max=max(prompts) if prompts else None,
+        prompt_tokens_estimate_empty=round(prompt_empty / 4) if prompt_empty is not None else None,
+        model_requests_per_turn=round(statistics.fmean(requests), 2) if requests else None,
+        by_kind=dict(sorted(by_kind.items(), key=lambda item: list(KINDS).index(item[0]) if item[0] in KINDS else 99)),
+        recall_questions=len(recall_answers),
+        recall_answered_plain=sum(1 for e in recall_answers if e.met and e.tool_free),
+        consolidation_scenarios=len(consolidation),
+        consolidation_met_any_run=sum(1 for met in consolidation.values() if met),
+    )
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
