@@ -11,7 +11,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-de
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-dev run test test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots
+.PHONY: install install-dev run test test-fast test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,9 +38,18 @@ run: install
 	$(PY) manage.py demo_accounts
 	$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
-# The whole suite on SQLite, then on PostgreSQL when one is reachable.
+# The whole suite on SQLite and on PostgreSQL (when one is reachable) and the
+# packaging checks, at the same time, each suite in two workers; then the
+# logs, each stage's time and counts, and the slowest tests (scripts/test.sh).
 test: install-dev
 	@bash scripts/test.sh
+
+# The inner loop, in about three minutes: SQLite, two workers, everything but
+# the browser, multi-process, fault-injection and packaging tests and the two
+# fuzzers (the API schema run and the socket frames).
+test-fast: install-dev
+	env -u DATABASE_URL $(PY) -m pytest -q -n 2 --durations=10 -m "not browser and not multiprocess and not packaging" \
+		--ignore=tests/faults --ignore=tests/test_api_schemathesis.py --ignore=tests/test_ws_frames_fuzz.py $(ARGS)
 
 # Screenshots of the chat and the memory page at desktop (1280 px) and phone
 # (390 px) widths, regenerated into docs/screenshots/ (Chromium at
@@ -74,4 +83,4 @@ eval: install-dev
 	$(PY) manage.py memory_eval $(if $(EVAL_WRITE),--write $(EVAL_WRITE)) $(EVAL_ARGS)
 
 clean:
-	rm -rf $(VENV) db.sqlite3 test-db.sqlite3 .pytest_cache .hypothesis artifacts staticfiles dist build .cache/packaging
+	rm -rf $(VENV) db.sqlite3 test-db*.sqlite3 .pytest_cache .hypothesis artifacts staticfiles dist build .cache/packaging .test-logs

@@ -1,56 +1,106 @@
 #!/usr/bin/env bash
-# Run the whole suite on SQLite, then on PostgreSQL when it is reachable, then
+# Run the whole suite on SQLite and on PostgreSQL (when it is reachable), and
 # the packaging checks once (tests marked `packaging`: build the wheel, run the
-# second project from it in a fresh venv on both databases, the lean runtime,
-# the release commands). Arguments replace that plan: they go to both suite
-# runs as they are (e.g. `-m browser`), and the packaging step is skipped.
-# REQUIRE_POSTGRES=1 (set by .ci/run) turns an unreachable PostgreSQL into a
-# failure instead of a skipped run.
+# second project and the agent loops from it in fresh venvs on both databases,
+# the lean runtime, the release commands).
+#
+# The three stages run at the same time, and each suite runs in
+# TEST_WORKERS pytest-xdist workers (default 2): the suites spend most of
+# their time waiting on databases, servers and browsers, not on the CPU. Each
+# worker has its own test database (pytest-django names them per worker), its
+# own Redis databases (TEST_REDIS_URL's host; SQLite's stage 15 and 14-13,
+# PostgreSQL's 10 and 12-11) and its own temporary directory, so nothing is
+# shared between stages or workers. Each stage writes its log to
+# .test-logs/<stage>.log; the logs are printed once all stages ended, then a
+# summary: each stage's outcome, time and counts, and the slowest tests.
+#
+# The PostgreSQL stage leaves out the modules that never touch a database
+# (TEST_DATABASE_FREE_ONCE=1, tests/conftest.py): they ran on SQLite. Every
+# test that uses the database runs on both.
+#
+# Arguments replace the plan: they go to both suite runs as they are (e.g.
+# `-m browser`), and the packaging stage is skipped. REQUIRE_POSTGRES=1 (set by
+# .ci/run) turns an unreachable PostgreSQL into a failure instead of a skipped
+# stage. TEST_WORKERS=0 runs each suite in one process.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export TEST_POSTGRES_URL="$PG_URL"
-status=0
-ran=()
+WORKERS="${TEST_WORKERS:-2}"
+REDIS_HOST="$("$PY" - <<'EOF'
+import os
+from urllib.parse import urlsplit
+print(urlsplit(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")).netloc)
+EOF
+)"
+LOGS=.test-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+
 packaging=0
 if [ $# -eq 0 ]; then
   set -- -m "not packaging"
   packaging=1
 fi
+parallel=()
+if [ "$WORKERS" != "0" ]; then parallel=(-n "$WORKERS"); fi
 
-echo "== Test suite on SQLite =="
-env -u DATABASE_URL "$PY" -m pytest -q "$@"
-rc=$?
-if [ $rc -ne 0 ]; then status=1; fi
-ran+=("SQLite: $([ $rc -eq 0 ] && echo passed || echo FAILED)")
+# run_stage NAME ENV-ASSIGNMENTS... -- PYTEST-ARGS...: in the background, into $LOGS/NAME.*
+run_stage() {
+  local name=$1; shift
+  local assignments=()
+  while [ "$1" != "--" ]; do assignments+=("$1"); shift; done
+  shift
+  (
+    started=$SECONDS
+    env "${assignments[@]}" "$PY" -m pytest -q --basetemp="$LOGS/tmp-$name" "$@" > "$LOGS/$name.log" 2>&1
+    echo $? > "$LOGS/$name.rc"
+    echo $((SECONDS - started)) > "$LOGS/$name.seconds"
+  ) &
+}
 
-if "$PY" scripts/pg_reachable.py "$PG_URL"
-then
-  echo "== Test suite on PostgreSQL ($PG_URL) =="
-  DATABASE_URL="$PG_URL" "$PY" -m pytest -q "$@"
-  rc=$?
-  if [ $rc -ne 0 ]; then status=1; fi
-  ran+=("PostgreSQL: $([ $rc -eq 0 ] && echo passed || echo FAILED)")
+started_all=$SECONDS
+stages=(sqlite)
+run_stage sqlite -u DATABASE_URL TEST_REDIS_URL="redis://$REDIS_HOST/15" TEST_MULTIPROCESS_REDIS_DB=14 -- \
+  "${parallel[@]}" --durations=15 "$@"
+
+if "$PY" scripts/pg_reachable.py "$PG_URL"; then
+  stages+=(postgresql)
+  run_stage postgresql DATABASE_URL="$PG_URL" TEST_REDIS_URL="redis://$REDIS_HOST/10" TEST_MULTIPROCESS_REDIS_DB=12 \
+    TEST_DATABASE_FREE_ONCE=1 -- "${parallel[@]}" --durations=15 "$@"
+  postgres_state=ran
+elif [ "${REQUIRE_POSTGRES:-0}" = "1" ]; then
+  echo "PostgreSQL is required but not reachable at $PG_URL" >&2
+  postgres_state="REQUIRED BUT UNREACHABLE"
 else
-  if [ "${REQUIRE_POSTGRES:-0}" = "1" ]; then
-    echo "PostgreSQL is required but not reachable at $PG_URL" >&2
-    status=1
-    ran+=("PostgreSQL: REQUIRED BUT UNREACHABLE")
-  else
-    ran+=("PostgreSQL: not run (no server reachable at $PG_URL)")
-  fi
+  postgres_state="not run (no server reachable at $PG_URL)"
 fi
 
 if [ $packaging -eq 1 ]; then
-  echo "== Packaging: wheel, second project and agent loops with the adapters' extras (SQLite and PostgreSQL), lean runtime, release commands =="
-  started=$SECONDS
-  env -u DATABASE_URL "$PY" -m pytest -q -m packaging
-  rc=$?
-  if [ $rc -ne 0 ]; then status=1; fi
-  ran+=("Packaging: $([ $rc -eq 0 ] && echo passed || echo FAILED) ($((SECONDS - started)) s)")
+  stages+=(packaging)
+  run_stage packaging -u DATABASE_URL -- -m packaging
 fi
 
-echo "== Summary =="
-printf '  %s\n' "${ran[@]}"
+echo "== Running: ${stages[*]} (each suite in ${WORKERS} workers; logs in $LOGS/) =="
+wait
+
+status=0
+summary=()
+for stage in "${stages[@]}"; do
+  rc=$(cat "$LOGS/$stage.rc" 2>/dev/null || echo 1)
+  seconds=$(cat "$LOGS/$stage.seconds" 2>/dev/null || echo "?")
+  echo "== $stage (exit $rc, ${seconds} s) =="
+  cat "$LOGS/$stage.log"
+  counts=$(grep -E "^[0-9]+ (passed|failed)|^=* ?[0-9]+ (passed|failed)" "$LOGS/$stage.log" | tail -1 | sed -E 's/=+//g; s/^ +| +$//g')
+  [ "$rc" -eq 0 ] || status=1
+  summary+=("$stage: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${seconds} s (${counts:-no summary line})")
+done
+if [ "$postgres_state" != "ran" ]; then
+  summary+=("postgresql: $postgres_state")
+  [ "${REQUIRE_POSTGRES:-0}" = "1" ] && status=1
+fi
+
+echo "== Summary (all stages in $((SECONDS - started_all)) s) =="
+printf '  %s\n' "${summary[@]}"
 exit $status

@@ -14,6 +14,18 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing():
+    """Hash the tests' passwords with 1,000 PBKDF2 iterations, not 1,000,000 (tests/hashers.py)."""
+    from django.conf import settings
+    from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
+
+    settings.PASSWORD_HASHERS = ["tests.hashers.QuickPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+    get_hashers.cache_clear()
+    get_hashers_by_algorithm.cache_clear()
+    yield
+
+
 def on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
@@ -40,3 +52,29 @@ def other_user(make_user):
 def postgres_only():
     if not on_postgres():
         pytest.skip("needs a real PostgreSQL (make test runs the suite on it too)")
+
+
+# Modules of pure code (rules, the threat scan, words, text calls, frames, the properties of pure
+# functions). With TEST_DATABASE_FREE_ONCE=1 (scripts/test.sh's PostgreSQL stage) their tests that use no
+# database are left out: they ran on SQLite. Their tests that do use it, and every other test, run on both.
+DATABASE_FREE_MODULES = frozenset({
+    "tests/test_threats.py", "tests/test_plain_words.py", "tests/test_rules.py", "tests/test_text_calls.py",
+    "tests/test_prompt.py", "tests/test_raw_stream.py", "tests/test_rules_properties.py",
+    "tests/test_provenance_properties.py", "tests/test_scope.py", "tests/test_claude_memory.py",
+})
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                               "live_server", "django_user_model", "admin_user", "admin_client"})
+
+
+def uses_the_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(item.fixturenames))
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TEST_DATABASE_FREE_ONCE") != "1":
+        return
+    free = {id(item) for item in items
+            if item.nodeid.split("::")[0] in DATABASE_FREE_MODULES and not uses_the_database(item)}
+    if free:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in free])
+        items[:] = [item for item in items if id(item) not in free]
