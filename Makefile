@@ -38,9 +38,9 @@ run: install
 	$(PY) manage.py demo_accounts
 	$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
-# The whole suite on SQLite and on PostgreSQL (when one is reachable) and the
-# packaging checks, at the same time, each suite in two workers; then the
-# logs, each stage's time and counts, and the slowest tests (scripts/test.sh).
+# The whole suite on SQLite, then on PostgreSQL (when one is reachable), each
+# in two workers, then the packaging checks; a summary of each stage's time
+# and counts, and the slowest tests (scripts/test.sh).
 test: install-dev
 	@bash scripts/test.sh
 

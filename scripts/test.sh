@@ -4,15 +4,14 @@
 # second project and the agent loops from it in fresh venvs on both databases,
 # the lean runtime, the release commands).
 #
-# The three stages run at the same time, and each suite runs in
-# TEST_WORKERS pytest-xdist workers (default 2): the suites spend most of
-# their time waiting on databases, servers and browsers, not on the CPU. Each
-# worker has its own test database (pytest-django names them per worker), its
-# own Redis databases (TEST_REDIS_URL's host; SQLite's stage 15 and 14-13,
-# PostgreSQL's 10 and 12-11) and its own temporary directory, so nothing is
-# shared between stages or workers. Each stage writes its log to
-# .test-logs/<stage>.log; the logs are printed once all stages ended, then a
-# summary: each stage's outcome, time and counts, and the slowest tests.
+# The stages run one after another (run at the same time on two cores they
+# took longer: the machine's load went to 9), and each suite runs in
+# TEST_WORKERS pytest-xdist workers (default 2). Each worker has its own test
+# database (pytest-django names them per worker), its own Redis databases
+# (TEST_REDIS_URL's host; the SQLite stage's 15 and 14-13, PostgreSQL's 10 and
+# 12-11) and its own temporary directory. Each stage prints as it runs and
+# keeps its log in .test-logs/<stage>.log, with its slowest tests; a summary
+# ends the run: each stage's outcome, time and counts.
 #
 # The PostgreSQL stage leaves out the modules that never touch a database
 # (TEST_DATABASE_FREE_ONCE=1, tests/conftest.py): they ran on SQLite. Every
@@ -46,18 +45,17 @@ fi
 parallel=()
 if [ "$WORKERS" != "0" ]; then parallel=(-n "$WORKERS"); fi
 
-# run_stage NAME ENV-ASSIGNMENTS... -- PYTEST-ARGS...: in the background, into $LOGS/NAME.*
+# run_stage NAME ENV-ASSIGNMENTS... -- PYTEST-ARGS...: prints as it runs, into $LOGS/NAME.*
 run_stage() {
   local name=$1; shift
   local assignments=()
   while [ "$1" != "--" ]; do assignments+=("$1"); shift; done
   shift
-  (
-    started=$SECONDS
-    env "${assignments[@]}" "$PY" -m pytest -q --basetemp="$LOGS/tmp-$name" "$@" > "$LOGS/$name.log" 2>&1
-    echo $? > "$LOGS/$name.rc"
-    echo $((SECONDS - started)) > "$LOGS/$name.seconds"
-  ) &
+  echo "== $name =="
+  local started=$SECONDS
+  env "${assignments[@]}" "$PY" -m pytest -q --basetemp="$LOGS/tmp-$name" "$@" 2>&1 | tee "$LOGS/$name.log"
+  echo "${PIPESTATUS[0]}" > "$LOGS/$name.rc"
+  echo $((SECONDS - started)) > "$LOGS/$name.seconds"
 }
 
 started_all=$SECONDS
@@ -82,17 +80,12 @@ if [ $packaging -eq 1 ]; then
   run_stage packaging -u DATABASE_URL -- -m packaging
 fi
 
-echo "== Running: ${stages[*]} (each suite in ${WORKERS} workers; logs in $LOGS/) =="
-wait
-
 status=0
 summary=()
 for stage in "${stages[@]}"; do
   rc=$(cat "$LOGS/$stage.rc" 2>/dev/null || echo 1)
   seconds=$(cat "$LOGS/$stage.seconds" 2>/dev/null || echo "?")
-  echo "== $stage (exit $rc, ${seconds} s) =="
-  cat "$LOGS/$stage.log"
-  counts=$(grep -E "^[0-9]+ (passed|failed)|^=* ?[0-9]+ (passed|failed)" "$LOGS/$stage.log" | tail -1 | sed -E 's/=+//g; s/^ +| +$//g')
+  counts=$(grep -E "^[0-9]+ (passed|failed)" "$LOGS/$stage.log" | tail -1)
   [ "$rc" -eq 0 ] || status=1
   summary+=("$stage: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${seconds} s (${counts:-no summary line})")
 done
@@ -101,6 +94,6 @@ if [ "$postgres_state" != "ran" ]; then
   [ "${REQUIRE_POSTGRES:-0}" = "1" ] && status=1
 fi
 
-echo "== Summary (all stages in $((SECONDS - started_all)) s) =="
+echo "== Summary (all stages in $((SECONDS - started_all)) s; load average now $(cut -d' ' -f1-3 /proc/loadavg)) =="
 printf '  %s\n' "${summary[@]}"
 exit $status
