@@ -13,9 +13,12 @@
 # keeps its log in .test-logs/<stage>.log, with its slowest tests; a summary
 # ends the run: each stage's outcome, time and counts.
 #
-# The PostgreSQL stage leaves out the modules that never touch a database
-# (TEST_DATABASE_FREE_ONCE=1, tests/conftest.py): they ran on SQLite. Every
-# test that uses the database runs on both.
+# The PostgreSQL stage leaves out what does not depend on the database
+# (TEST_DATABASE_FREE_ONCE=1, tests/conftest.py): the pure modules' tests that
+# touch no database, and the browser tests except those about what the
+# database does. They ran on SQLite. Every other test runs on both. The
+# workers steal work from each other (--dist worksteal), so a few long tests
+# at the end of one worker's share do not leave the other idle.
 #
 # Arguments replace the plan: they go to both suite runs as they are (e.g.
 # `-m browser`), and the packaging stage is skipped. REQUIRE_POSTGRES=1 (set by
@@ -43,7 +46,7 @@ if [ $# -eq 0 ]; then
   packaging=1
 fi
 parallel=()
-if [ "$WORKERS" != "0" ]; then parallel=(-n "$WORKERS"); fi
+if [ "$WORKERS" != "0" ]; then parallel=(-n "$WORKERS" --dist worksteal); fi
 
 # run_stage NAME ENV-ASSIGNMENTS... -- PYTEST-ARGS...: prints as it runs, into $LOGS/NAME.*
 run_stage() {

@@ -62,6 +62,14 @@ DATABASE_FREE_MODULES = frozenset({
     "tests/test_prompt.py", "tests/test_raw_stream.py", "tests/test_rules_properties.py",
     "tests/test_provenance_properties.py", "tests/test_scope.py", "tests/test_claude_memory.py",
 })
+# The browser tests drive pages, scripts and styles, which are the same whatever the database: with
+# TEST_DATABASE_FREE_ONCE=1 they run on SQLite only, except these modules, which are about what the
+# database does (conversation search, which PostgreSQL and SQLite answer with different engines; the
+# whole chat-to-memory path, live, on each database; a staff search of conversations).
+BROWSER_ON_EVERY_DATABASE = frozenset({
+    "tests/browser/test_search_browser.py", "tests/browser/test_end_to_end.py",
+    "tests/browser/test_staff_reads_browser.py",
+})
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
                                "live_server", "django_user_model", "admin_user", "admin_client"})
 
@@ -70,11 +78,18 @@ def uses_the_database(item) -> bool:
     return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(item.fixturenames))
 
 
+def runs_once(item) -> bool:
+    """Whether a test runs only on SQLite under TEST_DATABASE_FREE_ONCE=1 (it ran there already)."""
+    module = item.nodeid.split("::")[0]
+    if module in DATABASE_FREE_MODULES:
+        return not uses_the_database(item)
+    return item.get_closest_marker("browser") is not None and module not in BROWSER_ON_EVERY_DATABASE
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("TEST_DATABASE_FREE_ONCE") != "1":
         return
-    free = {id(item) for item in items
-            if item.nodeid.split("::")[0] in DATABASE_FREE_MODULES and not uses_the_database(item)}
+    free = {id(item) for item in items if runs_once(item)}
     if free:
         config.hook.pytest_deselected(items=[item for item in items if id(item) in free])
         items[:] = [item for item in items if id(item) not in free]

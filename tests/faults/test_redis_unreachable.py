@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -62,10 +63,9 @@ async def test_unreachable_redis_single_process_chat_still_works_and_reports_it(
 
 @pytest.fixture
 def redis_proxy(redis_url):
-    host_port = redis_url.split("//", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    proxy = TcpProxy((host, int(port))).start()
-    database = redis_url.rsplit("/", 1)[1]
+    parts = urlsplit(redis_url)
+    proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 6379)).start()
+    database = parts.path.lstrip("/") or "0"
     try:
         yield proxy, f"redis://127.0.0.1:{proxy.port}/{database}"
     finally:
