@@ -9,6 +9,14 @@ Errors never carry memory content in their message: a message may reach logs,
 spans or API responses. Content the model needs to recover (previews of
 ambiguous matches, the entries of a full document) rides in separate
 attributes that only the model-facing tool result reads.
+
+Why one module of about 600 lines: it is the one boundary between what a
+model proposes and what may be stored. Parsing, each operation's check,
+matching, capacity and applying a batch rely on each other's guarantees (a
+matched entry is normalized the way an added one was; capacity is checked on
+the batch's result, not per step), and a change to any rule should be
+reviewed with the others in view. The threat scan, the other pure family, is
+its own package (`agentmemory.threats`).
 """
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ The page says when the assistant is not using memory, and beside an entry
 that the threat scan now blocks in the prompt (patterns change after entries
 are stored) it says that the agent does not see it: the person still sees the
 entry, escaped, and can remove it.
+
+This module holds the posts; what the page shows (both documents, proposals,
+History) is rendered by `page.render_page`.
 """
 from __future__ import annotations
 
@@ -34,19 +37,19 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, threats, versions, words
+from . import preferences, proposals, services, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle
 from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
+from .page import UNAVAILABLE, render_page
 from .rules import TARGETS, MemoryValidationError, normalize_text
-from .selectors import memory_state, page_number, person_export, receipt_payload, recent_events, source_links
+from .selectors import memory_state, person_export, receipt_payload
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable, UnknownUser
 
 logger = logging.getLogger(__name__)
 
-UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
 NOT_SAVED = "The change could not be saved because the database did not answer. Try again in a minute."
 
 
@@ -120,7 +123,7 @@ def memory_page(request: HttpRequest) -> HttpResponse:
             change_errors[key[1]] = message
         if "draft" in error and key:
             drafts[key] = str(error["draft"])
-    return _render_page(
+    return render_page(
         request, entry_errors=entry_errors, add_errors=add_errors, drafts=drafts,
         proposal_errors=proposal_errors, change_errors=change_errors, page_error=str(flash.get("page_error", "")),
     )
@@ -329,7 +332,7 @@ def export(request: HttpRequest) -> HttpResponse:
     try:
         payload = person_export(user_id=request.user.pk, exported_at=now)
     except MemoryUnavailable:
-        return _render_page(request, page_error=UNAVAILABLE, status=503)
+        return render_page(request, page_error=UNAVAILABLE, status=503)
     # The API's serializer and renderer, so both downloads are the same document.
     body = JSONRenderer().render(ExportSerializer(payload).data, renderer_context={"indent": 2})
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
@@ -406,186 +409,6 @@ def _throttled_message() -> str:
     return "Too many memory changes in a short time; nothing was saved. Wait a minute and try again."
 
 
-# Meter colours, as the label and the chat's usage line say them.
-WARN_PERCENT = 75
-FULL_PERCENT = 90
-
-
-def usage_level(usage) -> str:
-    """"ok" (green) below 75 %, "warn" (amber) below 90 %, else "full" (red)."""
-    level = getattr(usage, "level", None)
-    if level in ("ok", "warn", "full"):
-        return level
-    if usage.percent >= FULL_PERCENT:
-        return "full"
-    return "warn" if usage.percent >= WARN_PERCENT else "ok"
-
-
-def meter_bounds(limit: int) -> dict:
-    """`low`/`high` of a <meter> so the browser's own colours switch where the label's do.
-
-    Chromium paints a value up to `low` as good and up to `high` as
-    average; the percentage is rounded down, so 75 % starts at the first
-    whole character at or above three quarters of the limit.
-    """
-    def edge(percent: int) -> str:
-        first = -(-limit * percent // 100)  # the first count whose percentage reaches `percent`
-        return f"{first - 0.5:g}"
-
-    return {"low": edge(WARN_PERCENT), "high": edge(FULL_PERCENT)}
-
-
-def _blocked_label(entry: str) -> str:
-    category = threats.is_blocked(entry)
-    if category is None:
-        return ""
-    return words.threat_label(category)
-
-
-def _render_page(
-    request,
-    *,
-    entry_errors: dict | None = None,
-    add_errors: dict | None = None,
-    drafts: dict | None = None,
-    proposal_errors: dict | None = None,
-    change_errors: dict | None = None,
-    page_error: str = "",
-    status: int = 200,
-) -> HttpResponse:
-    entry_errors = entry_errors or {}
-    proposal_errors = dict(proposal_errors or {})
-    change_errors = dict(change_errors or {})
-    add_errors = add_errors or {}
-    drafts = drafts or {}
-    try:
-        state = memory_state(user_id=request.user.pk)
-    except MemoryUnavailable:
-        state = None
-        page_error = page_error or UNAVAILABLE
-        status = 503 if status == 200 else status
-    documents = []
-    links = source_links(user_id=request.user.pk, state=state) if state is not None else {}
-    if state is not None:
-        for document in state.documents:
-            entries = []
-            for index, (text, source) in enumerate(zip(document.entries, document.sources), start=1):
-                key = ("entry", document.target, text)
-                link = links.get(source.conversation_id) if source is not None else None
-                entries.append({
-                    "number": index,
-                    "text": text,
-                    "error": entry_errors.pop(key, ""),
-                    "draft": drafts.get(key, text),
-                    "open": key in drafts,
-                    "blocked": _blocked_label(text),
-                    # Where it came from, in plain words; the chat's title links to it.
-                    "source": words.source_text(source, link),
-                    "source_url": link["url"] if link else "",
-                })
-            documents.append({
-                "document": document,
-                "level": usage_level(document.usage),
-                "meter": meter_bounds(document.usage.limit),
-                "entries": entries,
-                "add_error": add_errors.pop(document.target, ""),
-                "add_draft": drafts.get(("add", document.target), ""),
-            })
-    waiting = _pending_proposals(request.user.pk, proposal_errors, drafts) if state is not None else []
-    # An error about an entry no longer on the page (or a tampered target)
-    # still needs a place to be read.
-    history = None
-    changes = []
-    if state is not None:
-        history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
-        changes = _history_changes(history, change_errors)
-    leftover = [*entry_errors.values(), *add_errors.values(), *proposal_errors.values(), *change_errors.values()]
-    if leftover and not page_error:
-        page_error = leftover[0]
-    try:
-        settings = preferences.load(user_id=request.user.pk)
-        use_memory, save_mode_value = settings.use_memory, settings.save_mode
-    except MemoryUnavailable:
-        use_memory = None  # unknown: the switch is shown without a state
-        save_mode_value = None
-    context = {
-        "state": state,
-        "documents": documents,
-        "events": history or [],
-        "history": history,
-        "changes": changes,
-        "page_error": page_error,
-        "use_memory": use_memory,
-        "save_mode": save_mode_value,
-        "proposals": waiting,
-        "proposal_wait": _days(memory_settings().proposal_ttl_days),
-        "memory_enabled": memory_settings().enabled,
-    }
-    return render(request, "agentmemory/memory_page.html", context, status=status)
-
-
-def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
-    """The person's pending proposals as the page shows them, with a failed save's error and drafts.
-
-    An error whose proposal is shown is taken out of `errors`; what is left
-    belongs to a proposal no longer waiting.
-    """
-    try:
-        pending = proposals.pending(user_id=user_id)
-    except DatabaseError:
-        return []
-    items = []
-    for proposal in pending:
-        operations = []
-        for op in proposal.operations:
-            key = ("proposal", proposal.id, str(op.position))
-            operations.append({
-                "position": op.position,
-                "action": op.action,
-                "label": words.proposal_action(op.action, op.target),
-                "content": op.content,
-                "entry": op.entry,
-                "editable": op.editable,
-                "draft": drafts.get(key, op.content or ""),
-                "open": key in drafts and drafts[key] != (op.content or ""),
-            })
-        items.append({
-            "id": proposal.id,
-            "operations": operations,
-            "created_at": proposal.created_at,
-            "expires_at": proposal.expires_at,
-            "from_chat": proposal.conversation_id is not None,
-            "error": errors.pop(proposal.id, ""),
-        })
-    return items
-
-
-def _history_changes(history, errors: dict) -> list[dict]:
-    """The kept changes among this History page's events, entry by entry, as the page shows them.
-
-    An error whose change is shown is taken out of `errors`; what is left
-    belongs to a change no longer on this page.
-    """
-    items = []
-    for event in history:
-        change = event.change
-        if change is None:
-            continue
-        documents = [{
-            "name": words.document_name(document.target),
-            "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
-                        for entry in document.entries],
-        } for document in change.documents]
-        items.append({
-            "id": change.id,
-            "created_at": change.created_at,
-            "who": words.change_author(change.by, change.kind),
-            "documents": documents,
-            "error": errors.pop(change.id, ""),
-        })
-    return items
-
-
 @form_post
 def undo_change(request: HttpRequest, pk: int) -> HttpResponse:
     """Undo one change of the person's, from History (all or nothing)."""
@@ -618,8 +441,3 @@ def _change_action(request, pk: int, action, name: str) -> HttpResponse:
                              "change_id": result.change_id})
     messages.success(request, message)
     return redirect(reverse("agentmemory:page") + "#history")
-
-
-def _days(days: float) -> str:
-    """"7 days", "1 day", "0.5 days": how long a proposal waits (the setting is a number of days)."""
-    return f"{days:g} day" + ("" if days == 1 else "s")

@@ -43,6 +43,11 @@ created, migrated and dropped by bench/_setup.py; the people it creates are
 deleted before that. It prints figures only, never memory content.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/commit.py [--json]
+
+One file of about 500 lines on purpose: a bench is run as a script and read
+top to bottom next to the figures it prints (docs/benchmarks.md); the
+hand-written transaction it compares against has to sit beside the
+measurement to be checked line by line against the store's SQL.
 """
 from __future__ import annotations
 

@@ -48,6 +48,11 @@ SQLite: temporary files, removed after.
 Run: `.venv/bin/python bench/residue.py [--database postgres|sqlite]`
 (default: both, each in its own process, since Django's settings pick the
 database engine once).
+
+One file of about 750 lines on purpose: a bench is run as a script
+(`python bench/residue.py`) and read top to bottom next to the figures it
+prints in docs/privacy.md; its steps share one scratch database and its
+findings, and nothing else imports it.
 """
 from __future__ import annotations
 

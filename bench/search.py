@@ -147,7 +147,7 @@ def timed(user_id: int, query: str) -> tuple[int, int]:
 def explain(user_id: int) -> str:
     from django.contrib.postgres.search import SearchQuery
 
-    from chat.search import _Where, postgres_ranked, search_language
+    from chat.search.query import _Where, postgres_ranked, search_language
 
     search = SearchQuery(FACT_QUERY, config=search_language(), search_type="websearch")
     where = _Where(user_id=user_id, exclude=None, after=None, before=None)

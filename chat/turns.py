@@ -38,6 +38,14 @@ turn_completed, turn_failed); `run_turn` also returns the result or raises
 `TurnFailed`, so a transport without streaming ignores `emit`. Each turn is
 one `memory.turn` span (the eval turn an `eval.turn` span) holding only
 metadata; the tool and commit spans are its children.
+
+Why one module of about 600 lines: `_Turn` is one turn's sequence (prepare
+the log, read memory, the model attempts under the deadline, the commit,
+storing the reply, the one outcome), and each invariant above holds across
+those steps (a Stop between the commit and the stored reply, a fallback only
+when nothing was staged). Split by step, each piece would be read without the
+others it must agree with. The memory side already lives in
+`agentmemory.turn`, the log in `chat.log`, the agent loop in `chat.agent`.
 """
 from __future__ import annotations
 

@@ -1,0 +1,200 @@
+"""What the memory page shows: both documents entry by entry, pending proposals, History.
+
+`render_page` reads the person's state (memory "unavailable" when the
+database does not answer, never a 500), places each failed post's sentence
+and draft beside the field it belongs to, and renders the one template. The
+posts that change memory are in `views`.
+"""
+from __future__ import annotations
+
+from django.db import DatabaseError
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from . import preferences, proposals, threats, words
+from .conf import memory_settings
+from .rules import FULL_PERCENT, WARN_PERCENT
+from .selectors import memory_state, page_number, recent_events, source_links
+from .store import MemoryUnavailable
+
+UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
+
+
+def usage_level(usage) -> str:
+    """"ok" (green) below 75 %, "warn" (amber) below 90 %, else "full" (red)."""
+    level = getattr(usage, "level", None)
+    if level in ("ok", "warn", "full"):
+        return level
+    if usage.percent >= FULL_PERCENT:
+        return "full"
+    return "warn" if usage.percent >= WARN_PERCENT else "ok"
+
+
+def meter_bounds(limit: int) -> dict:
+    """`low`/`high` of a <meter> so the browser's own colours switch where the label's do.
+
+    Chromium paints a value up to `low` as good and up to `high` as
+    average; the percentage is rounded down, so 75 % starts at the first
+    whole character at or above three quarters of the limit.
+    """
+    def edge(percent: int) -> str:
+        first = -(-limit * percent // 100)  # the first count whose percentage reaches `percent`
+        return f"{first - 0.5:g}"
+
+    return {"low": edge(WARN_PERCENT), "high": edge(FULL_PERCENT)}
+
+
+def blocked_label(entry: str) -> str:
+    category = threats.is_blocked(entry)
+    if category is None:
+        return ""
+    return words.threat_label(category)
+
+
+def render_page(
+    request,
+    *,
+    entry_errors: dict | None = None,
+    add_errors: dict | None = None,
+    drafts: dict | None = None,
+    proposal_errors: dict | None = None,
+    change_errors: dict | None = None,
+    page_error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    entry_errors = entry_errors or {}
+    proposal_errors = dict(proposal_errors or {})
+    change_errors = dict(change_errors or {})
+    add_errors = add_errors or {}
+    drafts = drafts or {}
+    try:
+        state = memory_state(user_id=request.user.pk)
+    except MemoryUnavailable:
+        state = None
+        page_error = page_error or UNAVAILABLE
+        status = 503 if status == 200 else status
+    documents = []
+    links = source_links(user_id=request.user.pk, state=state) if state is not None else {}
+    if state is not None:
+        for document in state.documents:
+            entries = []
+            for index, (text, source) in enumerate(zip(document.entries, document.sources), start=1):
+                key = ("entry", document.target, text)
+                link = links.get(source.conversation_id) if source is not None else None
+                entries.append({
+                    "number": index,
+                    "text": text,
+                    "error": entry_errors.pop(key, ""),
+                    "draft": drafts.get(key, text),
+                    "open": key in drafts,
+                    "blocked": blocked_label(text),
+                    # Where it came from, in plain words; the chat's title links to it.
+                    "source": words.source_text(source, link),
+                    "source_url": link["url"] if link else "",
+                })
+            documents.append({
+                "document": document,
+                "level": usage_level(document.usage),
+                "meter": meter_bounds(document.usage.limit),
+                "entries": entries,
+                "add_error": add_errors.pop(document.target, ""),
+                "add_draft": drafts.get(("add", document.target), ""),
+            })
+    waiting = _pending_proposals(request.user.pk, proposal_errors, drafts) if state is not None else []
+    # An error about an entry no longer on the page (or a tampered target)
+    # still needs a place to be read.
+    history = None
+    changes = []
+    if state is not None:
+        history = recent_events(user_id=request.user.pk, page=page_number(request.GET.get("page")))
+        changes = _history_changes(history, change_errors)
+    leftover = [*entry_errors.values(), *add_errors.values(), *proposal_errors.values(), *change_errors.values()]
+    if leftover and not page_error:
+        page_error = leftover[0]
+    try:
+        settings = preferences.load(user_id=request.user.pk)
+        use_memory, save_mode_value = settings.use_memory, settings.save_mode
+    except MemoryUnavailable:
+        use_memory = None  # unknown: the switch is shown without a state
+        save_mode_value = None
+    context = {
+        "state": state,
+        "documents": documents,
+        "events": history or [],
+        "history": history,
+        "changes": changes,
+        "page_error": page_error,
+        "use_memory": use_memory,
+        "save_mode": save_mode_value,
+        "proposals": waiting,
+        "proposal_wait": _days(memory_settings().proposal_ttl_days),
+        "memory_enabled": memory_settings().enabled,
+    }
+    return render(request, "agentmemory/memory_page.html", context, status=status)
+
+
+def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
+    """The person's pending proposals as the page shows them, with a failed save's error and drafts.
+
+    An error whose proposal is shown is taken out of `errors`; what is left
+    belongs to a proposal no longer waiting.
+    """
+    try:
+        pending = proposals.pending(user_id=user_id)
+    except DatabaseError:
+        return []
+    items = []
+    for proposal in pending:
+        operations = []
+        for op in proposal.operations:
+            key = ("proposal", proposal.id, str(op.position))
+            operations.append({
+                "position": op.position,
+                "action": op.action,
+                "label": words.proposal_action(op.action, op.target),
+                "content": op.content,
+                "entry": op.entry,
+                "editable": op.editable,
+                "draft": drafts.get(key, op.content or ""),
+                "open": key in drafts and drafts[key] != (op.content or ""),
+            })
+        items.append({
+            "id": proposal.id,
+            "operations": operations,
+            "created_at": proposal.created_at,
+            "expires_at": proposal.expires_at,
+            "from_chat": proposal.conversation_id is not None,
+            "error": errors.pop(proposal.id, ""),
+        })
+    return items
+
+
+def _history_changes(history, errors: dict) -> list[dict]:
+    """The kept changes among this History page's events, entry by entry, as the page shows them.
+
+    An error whose change is shown is taken out of `errors`; what is left
+    belongs to a change no longer on this page.
+    """
+    items = []
+    for event in history:
+        change = event.change
+        if change is None:
+            continue
+        documents = [{
+            "name": words.document_name(document.target),
+            "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
+                        for entry in document.entries],
+        } for document in change.documents]
+        items.append({
+            "id": change.id,
+            "created_at": change.created_at,
+            "who": words.change_author(change.by, change.kind),
+            "documents": documents,
+            "error": errors.pop(change.id, ""),
+        })
+    return items
+
+
+def _days(days: float) -> str:
+    """"7 days", "1 day", "0.5 days": how long a proposal waits (the setting is a number of days)."""
+    return f"{days:g} day" + ("" if days == 1 else "s")
