@@ -109,6 +109,7 @@ def _serve(extra_env: dict[str, str]):
         env.pop(name, None)  # one process, the demo model, no tracing
     env.update({
         "DATABASE_URL": database_url,
+        "PGAPPNAME": multiprocess_servers.SERVER_APPLICATION_NAME,
         "DEBUG": "0",
         "SECRET_KEY": "browser-test-only-secret-key",
         "ALLOWED_HOSTS": "127.0.0.1",
@@ -139,6 +140,7 @@ def _serve(extra_env: dict[str, str]):
             process.kill()
             process.wait(timeout=10)
         log_path.unlink(missing_ok=True)
+        multiprocess_servers.wait_for_server_sessions_to_end()
 
 
 @pytest.fixture(scope="session")

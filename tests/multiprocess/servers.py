@@ -68,6 +68,36 @@ def database_url(*, host: str | None = None, port: int | None = None) -> str:
     return f"postgres://{credentials}{host}:{port}/{quote(name, safe='')}"
 
 
+# The live servers' PostgreSQL sessions carry this application_name (libpq reads PGAPPNAME), so a test
+# can wait until a stopped server's sessions are gone: PostgreSQL ends a backend a moment after its
+# client died, and the test database cannot be dropped at the end of the run while one is left.
+SERVER_APPLICATION_NAME = "agentmemory-test-server"
+
+
+def wait_for_server_sessions_to_end(timeout: float = STOP_SECONDS) -> None:
+    """On PostgreSQL, wait until no stopped server's session is left on the test database."""
+    if connection.vendor != "postgresql":
+        return
+    import psycopg
+
+    settings_dict = connection.settings_dict
+    host, port = postgres_address()
+    try:
+        with psycopg.connect(host=host, port=port, user=settings_dict.get("USER") or None,
+                             password=settings_dict.get("PASSWORD") or None, dbname="postgres",
+                             autocommit=True, connect_timeout=3) as probe:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                (left,) = probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name = %s",
+                    [str(settings_dict["NAME"]), SERVER_APPLICATION_NAME]).fetchone()
+                if not left:
+                    return
+                time.sleep(0.05)
+    except psycopg.OperationalError:
+        return  # the server itself is away (a test of that); nothing to wait for
+
+
 def postgres_address() -> tuple[str, int]:
     settings_dict = connection.settings_dict
     return settings_dict.get("HOST") or "127.0.0.1", int(settings_dict.get("PORT") or 5432)
@@ -143,6 +173,7 @@ class ServerFactory:
         environment = {key: value for key, value in os.environ.items() if key not in DROPPED_ENV}
         environment.update({
             "DATABASE_URL": database_url(),
+            "PGAPPNAME": SERVER_APPLICATION_NAME,
             "DEBUG": "0",
             # The test run's key: sessions made in this process sign people in there.
             "SECRET_KEY": settings.SECRET_KEY,
@@ -202,7 +233,10 @@ def servers(transactional_db, request):
     try:
         yield factory
     finally:
-        factory.stop_all()
+        try:
+            factory.stop_all()
+        finally:
+            wait_for_server_sessions_to_end()
 
 
 def attach_server_logs(item, report) -> None:
