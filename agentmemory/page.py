@@ -20,16 +20,6 @@ from .store import MemoryUnavailable
 UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
 
 
-def usage_level(usage) -> str:
-    """"ok" (green) below 75 %, "warn" (amber) below 90 %, else "full" (red)."""
-    level = getattr(usage, "level", None)
-    if level in ("ok", "warn", "full"):
-        return level
-    if usage.percent >= FULL_PERCENT:
-        return "full"
-    return "warn" if usage.percent >= WARN_PERCENT else "ok"
-
-
 def meter_bounds(limit: int) -> dict:
     """`low`/`high` of a <meter> so the browser's own colours switch where the label's do.
 
@@ -94,7 +84,7 @@ def render_page(
                 })
             documents.append({
                 "document": document,
-                "level": usage_level(document.usage),
+                "level": document.usage.level,
                 "meter": meter_bounds(document.usage.limit),
                 "entries": entries,
                 "add_error": add_errors.pop(document.target, ""),

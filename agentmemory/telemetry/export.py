@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised by examples/second_project
 
 from ..conf import memory_settings
 from .logs import CONTENT_FREE_EXCEPTIONS, REDACTED_MESSAGE, redact_text, safe_url
-from .spans import _SAFE_EXCEPTION_MARK, CONTENT_ATTRIBUTES, METADATA_ATTRIBUTES, TRACER_NAME
+from .spans import CONTENT_ATTRIBUTES, METADATA_ATTRIBUTES, SAFE_EXCEPTION_MARK, TRACER_NAME
 
 # --- export: every span passes the allow-list --------------------------------
 
@@ -88,7 +88,7 @@ def redact_span(span: ReadableSpan) -> ReadableSpan:
                 safe["exception.message"] = str(attributes.get("exception.message", ""))
             else:
                 safe["exception.message"] = REDACTED_MESSAGE
-            if ours and attributes.get(_SAFE_EXCEPTION_MARK) is True:
+            if ours and attributes.get(SAFE_EXCEPTION_MARK) is True:
                 safe["exception.stacktrace"] = str(attributes.get("exception.stacktrace", ""))
             events.append(Event("exception", safe, event.timestamp))
         else:

@@ -50,7 +50,8 @@ CONTENT_ATTRIBUTES = frozenset(
     }
 )
 MAX_CAPTURE_CHARS = 8_000
-_SAFE_EXCEPTION_MARK = "memory.exception_redacted"
+# Marks an exception event our span wrote with a content-free stacktrace; export keeps only those stacktraces.
+SAFE_EXCEPTION_MARK = "memory.exception_redacted"
 
 
 class MemorySpan:
@@ -97,7 +98,7 @@ class MemorySpan:
                 "exception.type": qualified_name(type(exc)),
                 "exception.message": safe_exception_message(exc),
                 "exception.stacktrace": format_exception_safely(exc),
-                _SAFE_EXCEPTION_MARK: True,
+                SAFE_EXCEPTION_MARK: True,
             },
         )
         code = getattr(exc, "code", None)
