@@ -7,6 +7,11 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from hypothesis import settings as hypothesis_settings
 
+from tests import postgres_flush
+
+# Transactional tests end with a flush; on PostgreSQL this process runs it as DELETEs (tests/postgres_flush.py).
+postgres_flush.install()
+
 # CI replays the same examples every run and keeps no example database, so a
 # red CI is reproducible; locally Hypothesis explores new examples each run.
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
