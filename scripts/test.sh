@@ -69,7 +69,7 @@ run_stage sqlite -u DATABASE_URL TEST_REDIS_URL="redis://$REDIS_HOST/15" TEST_MU
 if "$PY" scripts/pg_reachable.py "$PG_URL"; then
   stages+=(postgresql)
   run_stage postgresql DATABASE_URL="$PG_URL" TEST_REDIS_URL="redis://$REDIS_HOST/10" TEST_MULTIPROCESS_REDIS_DB=12 \
-    TEST_DATABASE_FREE_ONCE=1 -- "${parallel[@]}" --durations=15 "$@"
+    TEST_DATABASE_FREE_ONCE=1 TEST_RUN_ONCE_REPORT="$LOGS/postgresql.once" -- "${parallel[@]}" --durations=15 "$@"
   postgres_state=ran
 elif [ "${REQUIRE_POSTGRES:-0}" = "1" ]; then
   echo "PostgreSQL is required but not reachable at $PG_URL" >&2
@@ -83,7 +83,7 @@ if [ $packaging -eq 1 ]; then
   # Only the modules that mark tests `packaging` are collected (collecting the
   # whole suite to deselect it took ten seconds).
   mapfile -t packaging_modules < <(grep -rlE --include='*.py' 'mark\.packaging' tests | sort)
-  run_stage packaging -u DATABASE_URL -- -m packaging "${packaging_modules[@]}"
+  run_stage packaging -u DATABASE_URL -- -m packaging --durations=15 "${packaging_modules[@]}"
 fi
 
 status=0
@@ -95,6 +95,26 @@ for stage in "${stages[@]}"; do
   [ "$rc" -eq 0 ] || status=1
   summary+=("$stage: $([ "$rc" -eq 0 ] && echo passed || echo FAILED) in ${seconds} s (${counts:-no summary line})")
 done
+# ran STAGE: the tests the stage ran (passed, failed, skipped, errors, xfailed, xpassed), from its last summary line.
+ran() {
+  local line total=0 number
+  line=$(grep -E "^[0-9]+ (passed|failed|skipped|error)" "$LOGS/$1.log" | tail -1)
+  for number in $(grep -oE "[0-9]+ (passed|failed|skipped|errors?|xfailed|xpassed)" <<<"$line" | grep -oE "^[0-9]+"); do
+    total=$((total + number))
+  done
+  echo "$total"
+}
+if [ "$postgres_state" = "ran" ]; then
+  # Both suites collect the same tests; PostgreSQL leaves out only what uses no database (it ran on SQLite).
+  ran_sqlite=$(ran sqlite)
+  ran_postgres=$(ran postgresql)
+  once=$(cat "$LOGS/postgresql.once" 2>/dev/null || echo 0)
+  summary+=("postgresql ran $ran_postgres of the $ran_sqlite tests SQLite ran; the other $once ran on SQLite only (tests of pure modules that use no database, browser tests not about it)")
+  if [ $((ran_postgres + once)) -ne "$ran_sqlite" ]; then
+    summary+=("MISMATCH: $ran_postgres + $once is not $ran_sqlite: a test ran on one database and not the other")
+    status=1
+  fi
+fi
 if [ "$postgres_state" != "ran" ]; then
   summary+=("postgresql: $postgres_state")
   [ "${REQUIRE_POSTGRES:-0}" = "1" ] && status=1
