@@ -6,11 +6,18 @@ DEBUG off, the offline demo model and the in-memory channel layer. Browsers
 are driven through Playwright's sync API with `/usr/bin/chromium`; Playwright
 downloads nothing.
 
+One Chromium serves a whole test module (starting Playwright and Chromium
+took about a second per test); every test gets contexts of its own, so no
+cookie, storage or page crosses from one test to the next.
+
 Playwright's sync API keeps an asyncio loop marked as running in this thread
 for as long as it is started, and Django refuses ORM calls under a running
-loop. So Playwright lives only inside a test (set up after the database
-fixture, torn down before its flush), and tests reach the ORM through
-`helpers.orm()`, which runs the call in a worker thread.
+loop. While a module's browser is up, this test process sets
+DJANGO_ALLOW_ASYNC_UNSAFE, so the fixtures' database work (a test user, the
+flush at a test's end) runs in this thread; it is unset when the module's
+browser closes, and it never reaches a server (each is started without it).
+Tests reach the ORM through `helpers.orm()`, which runs the call in a worker
+thread.
 """
 from __future__ import annotations
 
@@ -45,6 +52,8 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "artifacts" / "screenshots"
 # mid-stream and several deltas are visible before a reply completes.
 DEMO_DELAY_MS = 50
 STARTUP_SECONDS = 30
+# Set while a module's browser is up (see the module note); never passed to a server.
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 
 # Counts the page's WebSockets that reached "open", so a test can wait until
 # the memory page listens before it changes memory elsewhere. It observes
@@ -105,7 +114,8 @@ def _serve(extra_env: dict[str, str]):
     database_url = multiprocess_servers.database_url()
     port = multiprocess_servers.free_port()
     env = dict(os.environ)
-    for name in ("REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "TEST_DB_NAME"):
+    for name in ("REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OTEL_EXPORTER_OTLP_ENDPOINT", "TEST_DB_NAME",
+                 ASYNC_UNSAFE):
         env.pop(name, None)  # one process, the demo model, no tracing
     env.update({
         "DATABASE_URL": database_url,
@@ -193,17 +203,31 @@ def live_server_url(daphne_server, transactional_db) -> str:
     return daphne_server.url
 
 
-@pytest.fixture
-def browser(chromium_path, live_server_url):
-    """Return a Chromium browser that lives for one test (see the module note)."""
+@pytest.fixture(scope="module")
+def module_browser(chromium_path):
+    """Return a Chromium browser that lives for one test module (see the module note)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    before = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+    finally:
+        if before is None:
+            os.environ.pop(ASYNC_UNSAFE, None)
+        else:
+            os.environ[ASYNC_UNSAFE] = before
+
+
+@pytest.fixture
+def browser(module_browser, live_server_url):
+    """Return the module's Chromium, with the test's database and server ready."""
+    return module_browser
 
 
 @contextmanager

@@ -41,6 +41,8 @@ DEMO_DELAY_MS = 5
 DROPPED_ENV = (
     "DATABASE_URL", "TEST_DB_NAME", "REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_FALLBACK_MODEL",
     "OTEL_EXPORTER_OTLP_ENDPOINT", "EVAL_SERVICE_TOKEN", "API_DOCS_PUBLIC",
+    # Set in this process while a browser test module runs (tests/browser/conftest.py); a server checks.
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
 )
 
 
