@@ -26,6 +26,12 @@
 # stage. TEST_WORKERS=0 runs each suite in one process.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The suite starts hundreds of Python processes (workers, live servers, fresh
+# environments). With PYTHONDONTWRITEBYTECODE set none keeps its compiled
+# modules, so each compiles them again and pytest rewrites every test module
+# in every worker (collecting took 14 s instead of 6.5). The caches go to the
+# __pycache__ folders git ignores.
+unset PYTHONDONTWRITEBYTECODE
 PY=.venv/bin/python
 PG_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export TEST_POSTGRES_URL="$PG_URL"
