@@ -44,11 +44,11 @@ run: install
 test: install-dev
 	@bash scripts/test.sh
 
-# The inner loop, in about three minutes: SQLite, two workers, everything but
+# The inner loop, under three minutes: SQLite, two workers, everything but
 # the browser, multi-process, fault-injection and packaging tests and the two
 # fuzzers (the API schema run and the socket frames).
 test-fast: install-dev
-	env -u DATABASE_URL $(PY) -m pytest -q -n 2 --durations=10 -m "not browser and not multiprocess and not packaging" \
+	env -u DATABASE_URL -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist worksteal --durations=10 -m "not browser and not multiprocess and not packaging" \
 		--ignore=tests/faults --ignore=tests/test_api_schemathesis.py --ignore=tests/test_ws_frames_fuzz.py $(ARGS)
 
 # Screenshots of the chat and the memory page at desktop (1280 px) and phone
