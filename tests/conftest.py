@@ -7,10 +7,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from hypothesis import settings as hypothesis_settings
 
-from tests import postgres_flush
+from tests import fast_database
 
-# Transactional tests end with a flush; on PostgreSQL this process runs it as DELETEs (tests/postgres_flush.py).
-postgres_flush.install()
+# This process's flush on PostgreSQL runs as DELETEs, its commits do not wait for fsync (tests/fast_database.py).
+fast_database.install()
 
 # CI replays the same examples every run and keeps no example database, so a
 # red CI is reproducible; locally Hypothesis explores new examples each run.

@@ -1,7 +1,13 @@
-"""The test process's flush on PostgreSQL (tests/postgres_flush.py) empties every table, as TRUNCATE did."""
+"""The test process's cheaper database work (tests/fast_database.py): the flush on PostgreSQL empties every
+table, as TRUNCATE did, and commits skip only the wait for the disk."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+from django.conf import settings
 from django.apps import apps
 from django.core.management import call_command
 from django.core.management.color import no_style
@@ -10,6 +16,7 @@ from django.db import connection
 from agentmemory import store
 from agentmemory.rules import Operation
 from chat.models import Conversation, Message, MessageSearch
+from tests.multiprocess.servers import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,3 +45,22 @@ def test_the_flush_is_deletes_and_keeps_truncate_where_asked_to_restart_or_casca
         'TRUNCATE "chat_message", "auth_user" RESTART IDENTITY;']
     assert connection.ops.sql_flush(no_style(), tables, allow_cascade=True) == [
         'TRUNCATE "chat_message", "auth_user" CASCADE;']
+
+
+def test_this_process_commits_without_waiting_for_the_disk_and_the_application_keeps_the_default():
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone()[0] == "off"
+        else:
+            cursor.execute("PRAGMA synchronous")
+            assert cursor.fetchone()[0] == 0  # OFF
+    # The application's own connections (a server, a management command) keep the database's default.
+    probe = ("import django; django.setup(); from django.db import connection; c = connection.cursor(); "
+             "c.execute('SHOW synchronous_commit' if connection.vendor == 'postgresql' else 'PRAGMA synchronous'); "
+             "print(c.fetchone()[0])")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "DATABASE_URL": database_url(),
+                                             "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] in ("on", "2"), result.stdout  # PostgreSQL's on, SQLite's FULL
