@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from django.conf import settings
 from django.apps import apps
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import connection
@@ -16,7 +16,7 @@ from django.db import connection
 from agentmemory import store
 from agentmemory.rules import Operation
 from chat.models import Conversation, Message, MessageSearch
-from tests.multiprocess.servers import database_url
+from tests.multiprocess.servers import SERVER_APPLICATION_NAME, database_url, wait_for_server_sessions_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +37,7 @@ def test_the_flush_deletes_every_row_of_a_person_their_chats_search_index_and_me
     assert set(left.values()) == {0}, {label: count for label, count in left.items() if count}
 
 
-def test_the_flush_is_deletes_and_keeps_truncate_where_asked_to_restart_or_cascade(postgres_only):
+def test_the_flush_deletes_and_keeps_truncate_where_asked_to_restart_or_cascade(postgres_only):
     tables = ["chat_message", "auth_user"]
     assert connection.ops.sql_flush(no_style(), tables) == [
         "SET CONSTRAINTS ALL DEFERRED;", 'DELETE FROM "chat_message";', 'DELETE FROM "auth_user";']
@@ -61,6 +61,8 @@ def test_this_process_commits_without_waiting_for_the_disk_and_the_application_k
              "print(c.fetchone()[0])")
     result = subprocess.run([sys.executable, "-c", probe], cwd=settings.BASE_DIR, capture_output=True, text=True,
                             timeout=60, env={**os.environ, "DATABASE_URL": database_url(),
+                                             "PGAPPNAME": SERVER_APPLICATION_NAME,
                                              "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1"})
+    wait_for_server_sessions_to_end()  # the test database is dropped at the end of the run
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-1] in ("on", "2"), result.stdout  # PostgreSQL's on, SQLite's FULL

@@ -41,7 +41,7 @@ DEMO_DELAY_MS = 5
 DROPPED_ENV = (
     "DATABASE_URL", "TEST_DB_NAME", "REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_FALLBACK_MODEL",
     "OTEL_EXPORTER_OTLP_ENDPOINT", "EVAL_SERVICE_TOKEN", "API_DOCS_PUBLIC",
-    # Set in this process while a browser test module runs (tests/browser/conftest.py); a server checks.
+    # Set in this process while a browser test module runs (tests/browser/conftest.py); a server keeps Django's check.
     "DJANGO_ALLOW_ASYNC_UNSAFE",
 )
 
