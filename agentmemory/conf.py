@@ -51,6 +51,14 @@ DEFAULTS = {
     # person's conversations, messages and their search index, for "Erase
     # memory and chats" ("" = the page offers only "Erase memory").
     "ERASE_CHATS": "",
+    # Trusted judgement of a staged change's worth (`agentmemory.gate`): a
+    # secret seen in the turn's messages is refused; a transient note, a chat
+    # summary or an edit nobody asked for becomes a question to the person.
+    # Off: every well-formed change the scan lets through is committed.
+    "GATE": True,
+    # Dotted path of a callable (messages) -> str that runs one model request
+    # for "Tidy up" (`agentmemory.tidy`); "" = the memory page offers no Tidy up.
+    "TIDY_MODEL": "",
 }
 
 
@@ -72,6 +80,8 @@ class MemorySettings:
     versions_kept: int
     version_retention_days: float
     erase_chats: str
+    gate: bool
+    tidy_model: str
 
 
 _built: tuple = (None, None)  # (the AGENTMEMORY dict it was built from, its MemorySettings)
@@ -114,4 +124,6 @@ def _build(configured) -> MemorySettings:
         versions_kept=int(values["VERSIONS_KEPT"]),
         version_retention_days=float(values["VERSION_RETENTION_DAYS"]),
         erase_chats=str(values["ERASE_CHATS"] or ""),
+        gate=bool(values["GATE"]),
+        tidy_model=str(values["TIDY_MODEL"] or ""),
     )

@@ -21,21 +21,24 @@ exported with it, and shown to staff only with the content permission.
 """
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .rules import MemoryValidationError, Operation, normalize_text, summarize
-from .store import CommitCancelled, CommitResult, commit_operations, lock_person
+from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person
 
 # How many expired proposals one DELETE statement removes.
 EXPIRE_BATCH = 1000
+# The reason of a Tidy up's operations (`agentmemory.tidy`): its lines can be edited before saving.
+TIDY = "tidy"
 
 
 class ProposalGone(LookupError):
@@ -51,10 +54,15 @@ class ProposedOperation:
     action: str
     content: str | None
     entry: str | None
+    # Why trusted code asked instead of saving (`agentmemory.gate`: "transient",
+    # "unasked_edit", ...); "" for a proposal made because the person asks first.
+    reason: str = ""
+    # Tidy up (reason "tidy"): the entries this line came from, as they were.
+    merged_from: tuple[str, ...] = ()
 
     @property
     def editable(self) -> bool:
-        return self.action == "add"
+        return self.action == "add" or (self.action == "replace" and self.reason == TIDY)
 
 
 @dataclass(frozen=True)
@@ -70,11 +78,19 @@ class Proposal:
 # --- the stored form ----------------------------------------------------------------
 
 
-def _to_json(operations: Sequence[Operation]) -> list[dict]:
-    return [
-        {"target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry}
-        for op in operations
-    ]
+def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = None,
+             merged_from: Sequence[Sequence[str]] | None = None) -> list[dict]:
+    reasons = list(reasons or ())
+    merged_from = list(merged_from or ())
+    stored = []
+    for index, op in enumerate(operations):
+        item = {"target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry}
+        if index < len(reasons) and reasons[index]:
+            item["reason"] = reasons[index]  # why trusted code asked (`gate.REASONS`), a code, no content
+        if index < len(merged_from) and merged_from[index]:
+            item["from"] = [str(entry) for entry in merged_from[index]]  # Tidy up: the entries this line came from
+        stored.append(item)
+    return stored
 
 
 def _from_json(data: Sequence[Mapping]) -> list[Operation]:
@@ -89,8 +105,9 @@ def _view(row: MemoryProposal) -> Proposal:
     return Proposal(
         id=row.pk,
         operations=tuple(
-            ProposedOperation(position=index, target=op.target, action=op.action, content=op.content, entry=op.entry)
-            for index, op in enumerate(_from_json(row.operations), start=1)
+            ProposedOperation(position=index, target=op.target, action=op.action, content=op.content, entry=op.entry,
+                              reason=str(item.get("reason") or ""), merged_from=_merged_from(item))
+            for index, (op, item) in enumerate(zip(_from_json(row.operations), row.operations), start=1)
         ),
         conversation_id=row.conversation_id,
         turn_id=row.turn_id,
@@ -110,6 +127,8 @@ def create(
     turn_id: str = "",
     should_cancel: Callable[[], bool] | None = None,
     guard=None,
+    reasons: Sequence[str] | None = None,
+    merged_from: Sequence[Sequence[str]] | None = None,
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
@@ -119,6 +138,8 @@ def create(
     `idempotency.CommitGuard`), raise idempotency.AlreadyCommitted (nothing
     stored) when a proposal or commit under its key already stands, and
     record this one's outcome (`proposal_id=`) in the same transaction.
+    `reasons`, one per operation, say why trusted code asked (`gate`);
+    `merged_from`, one per operation, the entries a Tidy up's line came from.
     """
     cancelled = should_cancel or (lambda: False)
     started = time.monotonic()
@@ -130,7 +151,7 @@ def create(
         if guard is not None:
             guard.check()
         proposal = MemoryProposal.objects.create(
-            user_id=user_id, operations=_to_json(operations), operation_count=len(operations),
+            user_id=user_id, operations=_to_json(operations, reasons, merged_from), operation_count=len(operations),
             conversation_id=conversation_id,
             turn_id=turn_id[:64], expires_at=timezone.now() + timedelta(days=memory_settings().proposal_ttl_days),
         )
@@ -143,6 +164,64 @@ def create(
         if cancelled():
             raise CommitCancelled()
     return proposal.pk
+
+
+def commit_and_propose(
+    *,
+    user_id,
+    keep: Sequence[Operation],
+    ask: Sequence[Operation],
+    reasons: Sequence[str],
+    conversation_id: int | None = None,
+    turn_id: str = "",
+    should_cancel: Callable[[], bool] | None = None,
+    limits: Mapping[str, int] | None = None,
+    guard=None,
+) -> tuple[CommitResult, int]:
+    """Commit `keep` and store `ask` as one proposal, in one transaction; return (result, proposal_id).
+
+    A turn whose batch trusted code partly doubts (`gate.split`): what it
+    does not doubt is committed, the rest waits for the person. Both or
+    neither: a cancel, a rejection or an error leaves no commit and no
+    proposal. With `guard`, the key's outcome records both (`proposal_id=`
+    beside the commit's facts). Deadlocks and serialization failures replay
+    the whole transaction, as a commit's would.
+    """
+    held = _HeldGuard(guard) if guard is not None else None
+    attempts = max(1, memory_settings().commit_attempts)
+    for attempt in range(1, attempts + 1):
+        try:
+            with transaction.atomic():
+                result = commit_operations(
+                    user_id=user_id, operations=keep, should_cancel=should_cancel, limits=limits,
+                    origin={"conversation_id": conversation_id, "turn_id": turn_id}, guard=held,
+                )
+                proposal_id = create(user_id=user_id, operations=ask, conversation_id=conversation_id,
+                                     turn_id=turn_id, should_cancel=should_cancel, reasons=reasons)
+                if held is not None:
+                    guard.record(**held.facts, proposal_id=proposal_id)
+            return result, proposal_id
+        except DatabaseError as exc:
+            if attempt < attempts and is_retryable(exc):
+                time.sleep(memory_settings().retry_backoff_seconds * attempt * (1 + random.random()))
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+class _HeldGuard:
+    """A guard for the commit inside `commit_and_propose`: it checks the key as
+    the commit takes the lock, and holds the commit's facts until the proposal exists."""
+
+    def __init__(self, guard) -> None:
+        self.guard = guard
+        self.facts: dict = {}
+
+    def check(self) -> None:
+        self.guard.check()
+
+    def record(self, **facts) -> None:
+        self.facts = facts
 
 
 # --- the person's side ----------------------------------------------------------------------
@@ -179,12 +258,16 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
                .filter(pk=proposal_id, user_id=user_id, expires_at__gt=timezone.now()).first())
         if row is None:
             raise ProposalGone("No pending proposal of yours has this id.")
-        operations = _with_edits(_from_json(row.operations), edits)
+        operations = _with_edits(_from_json(row.operations), edits, row.operations)
+        origin = {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id}
+        merges = _merges(operations, row.operations)
+        if merges:
+            origin["merges"] = merges  # a Tidy up's lines keep the sources of the entries they came from
         try:  # commit_operations runs in a savepoint of this transaction and records a rejection in it
             result = commit_operations(
                 user_id=user_id, operations=operations, actor=Actor.USER,
-                # The entries come from the assistant's chat; the person saved them.
-                origin={"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id},
+                # The entries come from the assistant (a chat, or Tidy up); the person saved them.
+                origin=origin,
             )
         except MemoryValidationError as exc:
             rejection = exc  # the commit recorded the rejection; the proposal stays for the person to discard
@@ -227,7 +310,8 @@ def expire(*, now: datetime | None = None) -> int:
         total += deleted
 
 
-def _with_edits(operations: list[Operation], edits: Mapping[int, str]) -> list[Operation]:
+def _with_edits(operations: list[Operation], edits: Mapping[int, str],
+                stored: Sequence[Mapping] = ()) -> list[Operation]:
     for position, content in edits.items():
         if not isinstance(position, int) or not 1 <= position <= len(operations):
             raise MemoryValidationError(
@@ -235,7 +319,10 @@ def _with_edits(operations: list[Operation], edits: Mapping[int, str]) -> list[O
                 code="invalid_edit",
             )
         operation = operations[position - 1]
-        if operation.action != "add":
+        # A Tidy up's line (a replace pinned to its entry) can be edited too; it stays pinned.
+        tidy_line = (operation.action == "replace" and position <= len(stored)
+                     and stored[position - 1].get("reason") == TIDY)
+        if operation.action != "add" and not tidy_line:
             raise MemoryValidationError(
                 "Only the text of an added fact can be edited before saving.",
                 code="invalid_edit", position=position, target=operation.target,
@@ -243,5 +330,21 @@ def _with_edits(operations: list[Operation], edits: Mapping[int, str]) -> list[O
         if not isinstance(content, str) or not normalize_text(content):
             raise MemoryValidationError("Write the fact itself before saving.", code="empty_entry",
                                         position=position, target=operation.target)
-        operations[position - 1] = Operation(target=operation.target, action="add", content=content)
+        operations[position - 1] = (replace(operation, content=content) if tidy_line
+                                    else Operation(target=operation.target, action="add", content=content))
     return operations
+
+
+def _merged_from(item: Mapping) -> tuple[str, ...]:
+    came_from = item.get("from")
+    return tuple(str(entry) for entry in came_from) if isinstance(came_from, list) else ()
+
+
+def _merges(operations: Sequence[Operation], stored: Sequence[Mapping]) -> dict:
+    """{target: {line: entries it came from}} of a Tidy up's lines, as saved (after the person's edits)."""
+    merges: dict = {}
+    for operation, item in zip(operations, stored):
+        came_from = _merged_from(item)
+        if came_from and operation.content is not None and normalize_text(operation.content):
+            merges.setdefault(operation.target, {})[normalize_text(operation.content)] = came_from
+    return merges

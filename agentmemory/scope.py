@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from .gate import TurnSources
 from .rules import LIMITS, MAX_OPERATIONS, Applied, MemoryValidationError, Operation, Snapshot, apply_batch
 
 
@@ -22,7 +23,10 @@ class MemoryLedger:
 
     `operations` are pinned (each replace/remove names the exact entry it
     matched here), so the commit can tell a stale edit from a fresh one.
-    `failed_calls` counts consecutive rejected tool calls.
+    `failed_calls` counts consecutive rejected tool calls. `reasons`, one per
+    staged operation, say why trusted code will ask the person instead of
+    saving it (`gate`; "" = commit), judged against `start`, the snapshot
+    the turn read.
     """
 
     snapshot: Snapshot
@@ -30,6 +34,12 @@ class MemoryLedger:
     failed_calls: int = 0
     # A tool call was refused because the change would not fit (the chat's memory-full notice).
     capacity_refused: bool = False
+    reasons: list[str] = field(default_factory=list)
+    start: Snapshot | None = None
+
+    def __post_init__(self) -> None:
+        if self.start is None:
+            self.start = self.snapshot
 
     @property
     def operations_left(self) -> int:
@@ -55,6 +65,7 @@ def stage_batch(
     *,
     accept: Callable[[Applied], bool] = lambda applied: True,
     forgive: bool = False,
+    judge: Callable[[Operation], str] | None = None,
 ) -> Applied:
     """Stage like `stage_operations`; return what each operation did.
 
@@ -62,7 +73,8 @@ def stage_batch(
     turn never fails at commit for its size. `accept` sees the result
     first: it may raise MemoryValidationError to refuse the batch, or return
     False to leave the ledger as it was (a batch that changes nothing).
-    `forgive` is `apply_batch`'s (the model's tool).
+    `forgive` is `apply_batch`'s (the model's tool). `judge` gives each
+    staged operation its reason (`MemoryLedger.reasons`).
     """
     if len(operations) > ledger.operations_left:
         raise MemoryValidationError(
@@ -74,6 +86,7 @@ def stage_batch(
     if accept(applied):
         ledger.snapshot = applied.snapshot
         ledger.operations.extend(applied.to_stage)
+        ledger.reasons.extend(judge(operation) if judge else "" for operation in applied.to_stage)
     return applied
 
 
@@ -85,6 +98,9 @@ class MemoryRequest:
     limits: Mapping[str, int] = field(default_factory=lambda: dict(LIMITS))
     # The person reviews changes before they are saved ("ask before saving").
     ask_first: bool = False
+    # What the turn's messages said, for trusted judgement of what is staged
+    # (`gate.TurnSources`); None: the gate is off for this turn.
+    sources: TurnSources | None = None
 
 
 current_memory_request: ContextVar[MemoryRequest | None] = ContextVar(
@@ -100,6 +116,7 @@ def memory_scope(
     snapshot: Snapshot | None = None,
     limits: Mapping[str, int] | None = None,
     ask_first: bool = False,
+    sources: TurnSources | None = None,
 ) -> Iterator[MemoryRequest]:
     """Bind one authenticated person's memory to the current context.
 
@@ -115,6 +132,7 @@ def memory_scope(
         ledger=MemoryLedger(snapshot=snapshot) if writes_enabled else None,
         limits=dict(limits or LIMITS),
         ask_first=ask_first,
+        sources=sources,
     )
     token = current_memory_request.set(request)
     try:

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.utils.module_loading import import_string
 
-from . import proposals, provenance, versions, words
+from . import gate, proposals, provenance, versions, words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
 from .rules import FULL_PERCENT, TARGETS, TITLES, Usage, usage
@@ -132,13 +132,17 @@ def state_payload(state: MemoryState) -> dict:
     }
 
 
+# The sentence beside an operation of a "Tidy up" proposal (`agentmemory.tidy`, reason "tidy").
+TIDY_WHY = "Part of the tidied version of this document: duplicates merged, wording shortened, stale entries dropped."
+
+
 def proposal_payload(proposal) -> dict:
     """Return one pending proposal (`proposals.Proposal`) as the API and the export show it."""
     return {
         "id": proposal.id,
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
-             "entry": op.entry}
+             "entry": op.entry, "reason": op.reason, "why": gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else "")}
             for op in proposal.operations
         ],
         "conversation_id": proposal.conversation_id,
@@ -294,8 +298,8 @@ def source_links(*, user_id, state: MemoryState) -> dict[int, dict]:
     app), for the owner's own page only; {} without one or when it fails.
     """
     path = memory_settings().source_links
-    ids = {source.conversation_id for document in state.documents for source in document.sources
-           if source is not None and source.conversation_id is not None}
+    ids = {origin.conversation_id for document in state.documents for source in document.sources
+           if source is not None for origin in (source, *source.merged) if origin.conversation_id is not None}
     if not path or not ids:
         return {}
     try:

@@ -128,6 +128,12 @@ class ProposedOperationSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=ACTIONS)
     content = serializers.CharField(allow_null=True, help_text="add/replace: the new entry.")
     entry = serializers.CharField(allow_null=True, help_text="replace/remove: the entry it changes, as it was.")
+    reason = serializers.CharField(
+        allow_blank=True,
+        help_text="Why trusted code asked instead of saving (transient, chat_summary, pasted_copy, assistant_note, "
+                  "unasked_edit, depends_on_question, tidy); empty when the person asks before every save.",
+    )
+    why = serializers.CharField(allow_blank=True, help_text="The reason as a plain sentence for the person.")
 
 
 class ProposalSerializer(serializers.Serializer):

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from . import gate
 from .conf import memory_settings
 from .rules import (
     ADDED,
     ADDED_INSTEAD,
     ADDED_MATCH_IGNORED,
     DUPLICATE,
+    NO_CHANGE,
     NOTHING_TO_REMOVE,
     PATCHED,
     REPLACED,
@@ -99,7 +101,13 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         raw = json.loads(arguments) if isinstance(arguments, str) else arguments
         _refuse_search_arguments(raw)
         operations = parse_operations(raw, blank_is_absent=True, forgive=True)
-        applied = stage_batch(ledger, operations, request.limits, accept=_accept, forgive=True)
+        sources = request.sources if memory_settings().gate else None
+        judge = None
+        if sources is not None:
+            start = ledger.start
+            judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # noqa: E731
+        applied = stage_batch(ledger, operations, request.limits, accept=_acceptor(sources), forgive=True,
+                              judge=judge)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         if getattr(exc, "code", "") == "over_capacity":
@@ -110,6 +118,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
 
     ledger.failed_calls = 0  # the budget counts consecutive failures
     snapshot = ledger.snapshot
+    asked = ledger.reasons[len(ledger.reasons) - len(applied.to_stage):] if applied.changes else []
     reply = {
         "success": True,
         "usage": {target: str(usage(snapshot, target, request.limits)) for target in TARGETS},
@@ -132,6 +141,15 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
                 "when this turn completes the change is proposed to them, not saved. Tell them you proposed "
                 "it for their memory; do not say it is saved."
             )
+        elif any(asked):
+            positions = [position for position, why in enumerate(asked, start=1) if why]
+            reply["asked"] = [{"position": position, "reason": asked[position - 1]} for position in positions]
+            reply["message"] = (
+                f"Staged {_count(len(operations))}. Trusted code doubts operation(s) "
+                f"{', '.join(map(str, positions))} (see asked: reason): when this turn completes they are offered "
+                "to the person as a question under your answer, not saved. Do not say they are saved; say you "
+                "offered to remember it, then answer."
+            )
         else:
             reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
     return reply
@@ -143,6 +161,35 @@ def staged_operations() -> list[Operation]:
     if request is None or request.ledger is None:
         return []
     return list(request.ledger.operations)
+
+
+def _acceptor(sources: gate.TurnSources | None):
+    """`_accept`, and with the turn's sources the gate's refusals too."""
+    if sources is None:
+        return _accept
+
+    def accept(applied: Applied) -> bool:
+        for position, (operation, effect) in enumerate(zip(applied.operations, applied.effects), start=1):
+            if effect in NO_CHANGE:
+                continue
+            why = gate.refusal(operation, sources)
+            if why == gate.SECRET_SEEN:
+                raise MemoryValidationError(
+                    "content was refused: it contains a value that this conversation gave as a password, key, "
+                    "token or other secret. Never store credentials, not even in part; store where they are kept "
+                    "instead (e.g. 'uses a password manager').",
+                    code="threat_secret", position=position, target=operation.target,
+                )
+            if why == gate.NOT_STATED:
+                raise MemoryValidationError(
+                    "the person's latest message asks a question or gives a task and states no lasting fact "
+                    "about them, so there is nothing to remember from it. Do not call memory_update for this "
+                    "message; answer it.",
+                    code="not_stated", position=position, target=operation.target,
+                )
+        return _accept(applied)
+
+    return accept
 
 
 def _accept(applied: Applied) -> bool:

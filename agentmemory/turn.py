@@ -32,6 +32,13 @@ read with the memory). A person who switches memory off while a turn runs
 gets nothing saved from that turn: the commit reads the switch under the
 person's lock (discarded, code "switched_off").
 
+Trusted code judges what the model staged (`agentmemory.gate`, with the
+turn's messages from `heard()`): an operation it doubts (a transient note, a
+chat summary, an edit the person's message did not ask for) is not
+committed but proposed; the rest commits, in the same transaction (status
+committed, code "partly_asked", with `proposal_id`), or, when every
+operation is doubted, status proposed with code "asked".
+
 A person who chose "ask before saving" (`preferences`, save_mode "ask") gets
 a proposal instead of a commit, created at the same point and under the same
 conditions (`agentmemory.proposals`): status proposed, with `proposal_id`.
@@ -55,7 +62,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from . import idempotency, notify, preferences, proposals, store
+from . import gate, idempotency, notify, preferences, proposals, store
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
@@ -108,6 +115,14 @@ CODE_MESSAGES = {
     "memory_off": "Memory is off in your settings: this chat did not use or change it.",
     "temporary": "Temporary chat: memory was not used or changed, and this chat is not kept.",
     "switched_off": "Memory was turned off during this reply, so its change was not saved.",
+    "asked": (
+        "Nothing was saved yet: the assistant suggested remembering something that may not last or that you "
+        "did not ask to change. It is shown under the answer: choose Save to keep it, or Discard."
+    ),
+    "partly_asked": (
+        "Memory saved, except a suggestion shown under the answer that may not last or that you did not ask "
+        "to change: choose Save to keep it too, or Discard."
+    ),
     "over_capacity": (
         "The answer stands, but the memory change was not saved: your memory is full. "
         "Review what it keeps on your memory page."
@@ -178,6 +193,8 @@ class MemoryTurn:
         if self.enabled and temporary:
             self.enabled, self.off_code = False, "temporary"
         self.limits = dict(limits or config.limits)
+        # What the turn's messages said, for trusted judgement of what the model stages (`heard`).
+        self.sources: gate.TurnSources | None = None
         self.snapshot: Snapshot | None = None
         self.committed: store.CommitResult | None = None
         self._ledger: MemoryLedger | None = None
@@ -230,6 +247,17 @@ class MemoryTurn:
     def writes_enabled(self) -> bool:
         return self.enabled and self.snapshot is not None
 
+    def heard(self, messages) -> None:
+        """Give trusted code the turn's messages (`{"role", "content"}`, oldest first, the person's last).
+
+        Call before `attempt()`. The gate (`agentmemory.gate`) then refuses a
+        staged entry that holds a value any of these messages gave as a
+        secret, and asks the person (a proposal, not a commit) about a
+        transient note or an edit their latest message did not ask for.
+        Without it only the entries' own features are judged.
+        """
+        self.sources = gate.TurnSources.from_messages(messages)
+
     # --- what the model is offered ----------------------------------------------------
 
     def prompt(self, *, policy_version: str | None = None) -> str | None:
@@ -255,8 +283,9 @@ class MemoryTurn:
             self._ledger = None
             yield None
             return
+        sources = (self.sources or gate.TurnSources.unknown()) if memory_settings().gate else None
         with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits,
-                          ask_first=self.ask_first) as request:
+                          ask_first=self.ask_first, sources=sources) as request:
             self._ledger = request.ledger
             yield request
 
@@ -264,6 +293,11 @@ class MemoryTurn:
     def staged(self) -> list[Operation]:
         """What the latest attempt staged (pinned operations, in order)."""
         return list(self._ledger.operations) if self._ledger is not None else []
+
+    @property
+    def staged_reasons(self) -> list[str]:
+        """Why each staged operation is to be asked about rather than saved ("" = commit), in order."""
+        return list(self._ledger.reasons) if self._ledger is not None else []
 
     @property
     def may_fall_back(self) -> bool:
@@ -299,8 +333,14 @@ class MemoryTurn:
             first = await self._first_outcome()
             return first if first is not None else self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
         event = cancel_event or threading.Event()
+        reasons = self.staged_reasons
         if self.ask_first:
-            return await self._propose(operations, event)
+            return await self._propose(operations, event, reasons)
+        if any(reasons):
+            keep, ask, asked = gate.split(operations, reasons, start=self.snapshot, limits=self.limits)
+            if not keep:
+                return await self._propose(ask, event, asked, code="asked")
+            return await self._commit_and_ask(keep, ask, asked, event)
         guard = self._guard(lambda *, snapshot, changed, outcome, limits, change_id=None: MemoryOutcome(
             COMMITTED, operation_count=len(operations), changed=tuple(changed),
             usage=notify.usage_payload(snapshot, limits), code="" if changed else "unchanged", change_id=change_id,
@@ -313,21 +353,50 @@ class MemoryTurn:
         return await self._decided(worker, event, len(operations),
                                    lambda result: self._committed(result, len(operations)))
 
-    async def _propose(self, operations: list[Operation], event: threading.Event) -> MemoryOutcome:
+    async def _propose(self, operations: list[Operation], event: threading.Event, reasons: list[str],
+                       code: str = "") -> MemoryOutcome:
         """Store the staged batch as a proposal, at the point where a commit would run."""
         guard = self._guard(lambda *, proposal_id: MemoryOutcome(
-            PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
+            PROPOSED, operation_count=len(operations), proposal_id=proposal_id, code=code))
         worker = asyncio.ensure_future(in_worker(
             proposals.create, user_id=self.user_id, operations=operations,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set, guard=guard,
+            reasons=reasons,
         ))
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
             # Open memory pages refresh and list it (usage only on the wire; memory is unchanged).
             await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))
-            return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id))
+            return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id,
+                                              code=code))
 
         return await self._decided(worker, event, len(operations), proposed)
+
+    async def _commit_and_ask(self, keep: list[Operation], ask: list[Operation], reasons: list[str],
+                              event: threading.Event) -> MemoryOutcome:
+        """Commit what trusted code does not doubt and propose the rest, in one transaction."""
+        count = len(keep) + len(ask)
+        guard = self._guard(
+            lambda *, snapshot, changed, outcome, limits, change_id=None, proposal_id=None: MemoryOutcome(
+                COMMITTED, operation_count=count, changed=tuple(changed), usage=notify.usage_payload(snapshot, limits),
+                code="partly_asked", change_id=change_id, proposal_id=proposal_id,
+            ))
+        worker = asyncio.ensure_future(in_worker(
+            proposals.commit_and_propose, user_id=self.user_id, keep=keep, ask=ask, reasons=reasons,
+            conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
+            limits=self.limits, guard=guard,
+        ))
+
+        async def done(both) -> MemoryOutcome:
+            result, proposal_id = both
+            outcome = await self._committed(result, count)
+            if not result.changed:  # open memory pages still list the proposal
+                await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))
+            code = "partly_asked" if outcome.code in ("", "unchanged") else outcome.code
+            self._outcome = replace(outcome, proposal_id=proposal_id, code=code)
+            return self._outcome
+
+        return await self._decided(worker, event, count, done)
 
     async def _decided(self, worker: asyncio.Future, event: threading.Event, count: int, done) -> MemoryOutcome:
         """Await the worker's transaction (a commit or a proposal) and settle the outcome from it.

@@ -348,6 +348,8 @@ class _Turn:
             )
         # Where a proposal ("ask before saving") of this turn comes from; ids only.
         self.memory.conversation_id, self.memory.turn_id = self.prepared.conversation_id, self.turn_id
+        # Trusted code judges what the model stages against what this turn's messages said.
+        self.memory.heard(self.prepared.history)
         send = _tagged(self.emit, self.turn_id)
         attempt = None
         try:

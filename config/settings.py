@@ -330,10 +330,13 @@ AGENTMEMORY = {
     "VERSIONS_KEPT": env.int("AGENTMEMORY_VERSIONS_KEPT", default=50),
     "VERSION_RETENTION_DAYS": env.float("AGENTMEMORY_VERSION_RETENTION_DAYS", default=30),
     "IDEMPOTENCY_WINDOW_HOURS": env.float("AGENTMEMORY_IDEMPOTENCY_WINDOW_HOURS", default=24),
+    "GATE": env.bool("AGENTMEMORY_GATE", default=True),
     # The memory page links each entry to the chat it came from.
     "SOURCE_LINKS": "chat.sources.conversation_links",
     # "Erase memory and chats" deletes the person's conversations too.
     "ERASE_CHATS": "chat.retention.erase_chats",
+    # "Tidy up" on the memory page: one request to the chat's model proposes a consolidated document.
+    "TIDY_MODEL": "chat.tidy.ask_model",
 }
 
 # --- The chat and its models ------------------------------------------------

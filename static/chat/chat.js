@@ -314,7 +314,8 @@
         running.bubble.removeAttribute("aria-busy");
         if (frame.notice) running.notes.appendChild(el("p", "notice", frame.notice));
         appendOutcome(running.notes, frame.memory);
-        if (frame.memory && frame.memory.status === "proposed" && frame.memory.proposal_id) {
+        // "proposed" (ask before saving, or everything doubted) or "committed" with a doubted part.
+        if (frame.memory && frame.memory.proposal_id) {
           showProposal(running.notes, frame.memory.proposal_id);
         }
         noteCapacity(frame.memory);
@@ -629,13 +630,17 @@
     const prefix = "chat-proposal-" + proposal.id;
     box.setAttribute("role", "group");
     box.setAttribute("aria-labelledby", prefix + "-title");
-    box.appendChild(el("p", "proposal-title visually-hidden", "Proposed memory change")).id = prefix + "-title";
+    // Trusted code doubted it (task progress, a chat summary, an edit not asked for): a plain question.
+    const doubted = proposal.operations.some(function (operation) { return operation.why; });
+    box.appendChild(el("p", doubted ? "proposal-title proposal-question" : "proposal-title visually-hidden",
+      doubted ? "Save this to memory?" : "Proposed memory change")).id = prefix + "-title";
     const list = el("ul", "proposal-ops");
     list.id = prefix + "-ops";
     const edits = [];
     proposal.operations.forEach(function (operation) {
       const item = el("li", "proposal-op");
       item.appendChild(el("span", "proposal-line", proposalLine(operation)));
+      if (operation.why) item.appendChild(el("span", "proposal-why", operation.why));
       if (operation.action === "add") {
         const editId = prefix + "-edit-" + operation.position;
         const toggle = el("button", "proposal-edit-toggle", "Edit");

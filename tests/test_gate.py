@@ -1,0 +1,210 @@
+"""Trusted code decides (`agentmemory.gate`): the pure rules, one feature at a time.
+
+No database: the gate reads values only (the operation, the snapshot the
+turn started from, the turn's messages).
+"""
+import pytest
+
+from agentmemory import gate
+from agentmemory.rules import LIMITS, Operation, Snapshot, apply_batch
+
+
+def sources(*messages: str) -> gate.TurnSources:
+    return gate.TurnSources.from_messages([{"role": "user", "content": text} for text in messages])
+
+
+def add(content: str, target: str = "memory") -> Operation:
+    return Operation(target=target, action="add", content=content)
+
+
+START = Snapshot(user=("Prefers Python for data work and Go for services",), memory=("The API is written in Go",))
+
+
+# --- what the person's message asks -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("remember: we deploy on Fridays", gate.EXPLICIT),
+    ("Please keep in mind that our staging DB is Postgres 16.", gate.EXPLICIT),
+    ("From now on answer in French.", gate.EXPLICIT),
+    ("Can you remember that I use Neovim?", gate.EXPLICIT),
+    ("forget: Vim", gate.FORGET),
+    ("Please remove the note about Jenkins from your memory.", gate.FORGET),
+    ("correct: Python => Rust", gate.CORRECT),
+    ("Actually I use Rust for services now.", gate.CORRECT),
+    ("We switched to GitLab last month.", gate.CORRECT),
+    ("Which language do I prefer for data work?", gate.QUESTION),
+    ("Do you remember which editor I use?", gate.QUESTION),
+    ("what editor do I use", gate.QUESTION),
+    ("Which is better, a list instead of a tuple?", gate.QUESTION),
+    ("Write a function that reverses a list.", gate.REQUEST),
+    ("thanks!", gate.REQUEST),
+    ("I'm a backend developer who mostly writes Go.", gate.STATEMENT),
+    ("", gate.UNKNOWN),
+])
+def test_the_intent_of_a_message(message, expected):
+    assert gate.intent(message) == expected
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("How do I reverse a list in Python?", False),
+    ("Write a parser for CSV files.", False),
+    ("I'm using Django 5, how do I add a middleware?", True),
+    ("Our API is in Go. Can you review this handler?", True),
+    ("Which editor do I use, vim or emacs?", False),
+])
+def test_whether_a_message_states_something_about_the_person(message, expected):
+    assert gate.states_fact(message) is expected
+
+
+# --- secrets seen in the turn ---------------------------------------------------------------
+
+
+def test_a_password_given_in_the_message_is_refused_whole_or_in_part():
+    turn = sources("The staging database password is Tr0ub4dor&3xyz, remember it please.")
+    assert gate.secret_in("Staging DB password: Tr0ub4dor&3xyz", turn)
+    assert gate.secret_in("Staging DB uses Tr0ub4dor for access", turn)  # a fragment of half the value
+    assert gate.refusal(add("The staging password starts with Tr0ub4d"), turn) == gate.SECRET_SEEN
+    assert not gate.secret_in("Staging DB credentials live in the team's password manager", turn)
+
+
+def test_a_secret_given_in_one_message_is_refused_when_the_next_says_remember_it():
+    turn = sources("Here's the deploy key: 9fQ2xLmA7pRt3ZkV8sWn4YbC6dHe1JuG", "Remember it for next time.")
+    assert gate.intent(turn.message) == gate.EXPLICIT
+    assert gate.refusal(add("Deploy key is 9fQ2xLmA7pRt3ZkV8sWn4YbC6dHe1JuG"), turn) == gate.SECRET_SEEN
+
+
+def test_a_connection_strings_password_is_a_secret_of_the_turn():
+    turn = sources("Remember our DB: postgres://app:Zk8wPq2rLx@db.internal:5432/orders")
+    assert gate.secret_in("Orders DB password Zk8wPq2rLx", turn)
+    assert not gate.secret_in("Orders DB is PostgreSQL at db.internal:5432", turn)
+
+
+def test_keys_in_a_pasted_config_file_are_secrets_of_the_turn():
+    turn = sources("remember how our app is configured:\n```\nDATABASE_HOST=db.internal\n"
+                   "API_KEY=ak_live_51Hx9QmT2vLpZr8sKw\nDEBUG=false\n```")
+    assert gate.secret_in("App API key ak_live_51Hx9QmT2vLpZr8sKw", turn)
+    assert not gate.secret_in("App reads DATABASE_HOST and API_KEY from the environment", turn)
+
+
+def test_an_assistants_message_is_not_a_source_of_secrets():
+    turn = gate.TurnSources.from_messages([
+        {"role": "assistant", "content": "Your password is hunter2Xy9!"},
+        {"role": "user", "content": "Thanks, noted."},
+    ])
+    assert turn.secrets == ()
+
+
+# --- what is asked about instead of saved ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    ("User is currently working on the CSV parser", gate.TRANSIENT),
+    ("Just finished the login page; next step is the signup form", gate.TRANSIENT),
+    ("Got ModuleNotFoundError: No module named 'yaml' and needed to pip install pyyaml", gate.TRANSIENT),
+    ("The failing log is at /tmp/build-8812/output.log", gate.TRANSIENT),
+    ("Ran `rm -rf node_modules && npm install` to fix the build", gate.TRANSIENT),
+    ("The user asked how to reverse a list and we discussed slicing", gate.CHAT_SUMMARY),
+    ("I helped the user set up pytest", gate.ASSISTANT_NOTE),
+    ("The assistant should double-check SQL before answering", gate.ASSISTANT_NOTE),
+])
+def test_an_entry_that_may_not_last_is_asked_about(content, reason):
+    turn = sources("I'm working on the CSV parser for our importer.")
+    assert gate.reason(add(content), start=START, sources=turn) == reason
+
+
+@pytest.mark.parametrize("content", [
+    "Prefers short answers with bullet points",
+    "The project uses PostgreSQL 16 and Django 5.2",
+    "pytest fails with ImportError unless PYTHONPATH includes src/",  # a lesson, not a one-off error
+    "Settings live in config/settings.py",  # a convention's path, not a one-off one
+    "Deploys happen on Fridays",
+])
+def test_a_lasting_fact_commits(content):
+    turn = sources("We deploy on Fridays and I like short answers.")
+    assert gate.reason(add(content), start=START, sources=turn) == ""
+
+
+def test_the_persons_explicit_command_is_never_diverted():
+    turn = sources("remember: I'm currently migrating the billing service to Go")
+    assert gate.reason(add("Currently migrating the billing service to Go"), start=START, sources=turn) == ""
+    # ...but what the command did not say is judged as ever.
+    assert gate.reason(add("User is currently fixing a flaky test"), start=START, sources=turn) == gate.TRANSIENT
+
+
+def test_a_copy_of_pasted_text_is_asked_about():
+    pasted = ("Here is our README:\n```\nThe importer reads CSV files from the inbox folder and writes one row per "
+              "order into the orders table after validating every column\n```\nWhat does it do?")
+    turn = sources(pasted)
+    copy = "The importer reads CSV files from the inbox folder and writes one row per order"
+    assert gate.entry_reason(copy, turn) == gate.PASTED_COPY
+
+
+def pinned(operations, snapshot=START):
+    return list(apply_batch(snapshot, operations, LIMITS).operations)
+
+
+def test_an_edit_on_a_question_is_asked_about_and_on_a_correction_commits():
+    replace, remove = pinned([
+        Operation(target="user", action="replace", match="Python", content="Python data"),
+        Operation(target="memory", action="remove", match="API"),
+    ])
+    question = sources("Which language do I prefer for data work?")
+    assert gate.reason(replace, start=START, sources=question) == gate.UNASKED_EDIT
+    assert gate.reason(remove, start=START, sources=question) == gate.UNASKED_EDIT
+    correction = sources("Actually I use Rust for services now, not Go.")
+    assert gate.reason(replace, start=START, sources=correction) == ""
+    forget = sources("Forget what you know about the API.")
+    assert gate.reason(remove, start=START, sources=forget) == ""
+
+
+def test_an_edit_of_an_entry_this_turn_wrote_is_not_an_unasked_edit():
+    first, second = pinned([add("Prefers dark mode"),
+                            Operation(target="memory", action="replace", match="dark", content="Prefers dark themes")])
+    question = sources("Which theme do I like?")
+    assert gate.reason(second, start=START, sources=question) == ""
+
+
+def test_an_add_on_a_question_that_states_nothing_is_refused_at_staging():
+    assert gate.refusal(add("Uses Python"), sources("How do I reverse a list in Python?")) == gate.NOT_STATED
+    assert gate.refusal(add("Uses Django 5"), sources("I'm using Django 5, how do I add a middleware?")) == ""
+    assert gate.refusal(add("Uses Python"), gate.TurnSources.unknown()) == ""
+
+
+def test_without_messages_only_the_entry_is_judged():
+    unknown = gate.TurnSources.unknown()
+    (replace,) = pinned([Operation(target="user", action="replace", match="Python", content="Python only")])
+    assert gate.reason(replace, start=START, sources=unknown) == ""
+    assert gate.reason(add("Currently fixing the build"), start=START, sources=unknown) == gate.TRANSIENT
+
+
+# --- the split of a staged batch ------------------------------------------------------------------
+
+
+def test_the_split_keeps_order_and_asks_for_what_builds_on_an_asked_change():
+    operations = pinned([
+        add("Deploys happen on Fridays"),
+        add("Currently fixing the build"),
+        Operation(target="memory", action="replace", match="fixing the build", content="Currently fixing CI"),
+        add("Uses GitHub Actions"),
+    ])
+    keep, ask, reasons = gate.split(operations, ["", gate.TRANSIENT, "", ""], start=START, limits=LIMITS)
+    assert [op.content for op in keep] == ["Deploys happen on Fridays", "Uses GitHub Actions"]
+    assert [op.content for op in ask] == ["Currently fixing the build", "Currently fixing CI"]
+    assert reasons == [gate.TRANSIENT, gate.DEPENDS]
+
+
+def test_when_the_kept_part_needs_the_room_the_asked_part_made_everything_is_asked():
+    full = Snapshot(memory=("x" * 2100,))
+    operations = pinned([
+        Operation(target="memory", action="replace", match="xxxx", content="short"),
+        add("A lasting fact " + "y" * 180),
+    ], snapshot=full)
+    keep, ask, reasons = gate.split(operations, [gate.UNASKED_EDIT, ""], start=full, limits=LIMITS)
+    assert keep == [] and ask == operations
+    assert reasons == [gate.UNASKED_EDIT, gate.DEPENDS]
+
+
+def test_every_reason_has_a_plain_sentence_without_its_code():
+    for code, sentence in gate.REASONS.items():
+        assert sentence.endswith(".") and code not in sentence and "_" not in sentence
