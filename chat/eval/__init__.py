@@ -15,9 +15,12 @@ data are deleted when the scenario ends.
 Three layers, so the scorer can be tested without a model:
 
 - `run_suite` / `run_scenario` observe: replies, failure codes, tool events,
-  latency, the size of the first model request, and memory snapshots before
-  and after every turn. Observations hold content, in memory only.
-  (`runner.py`)
+  latency, the size of the first model request, memory snapshots before
+  and after every turn, and the proposals a turn left pending (what trusted
+  code offered as a question instead of saving). In a consolidation
+  scenario the harness then accepts what was offered (`accept_pending`:
+  `proposals.save`, as the person's Save) and reads memory again.
+  Observations hold content, in memory only. (`runner.py`)
 - `judge` turns one observation into a content-free `ScenarioResult`
   (booleans, counts, codes). (`judging.py`)
 - `score` turns results into `Figures` (`scoring.py`); `report_rows`,
@@ -32,8 +35,10 @@ memory content, prompts, answers or tool arguments: only scenario ids, kinds,
 codes and numbers.
 
 Dependencies on the turn API are kept to `run_turn`, `TurnFailed` (`.code`,
-`.memory`), `TurnResult` (`.reply`, `.memory`, `.tool_events` with `.tool`,
-`.status`, `.operation_count`, `.code`) and `store.load_snapshot`. The prompt
+`.memory`), `TurnResult` (`.reply`, `.memory` with `.status`, `.code`,
+`.proposal_id`, `.tool_events` with `.tool`, `.status`, `.operation_count`,
+`.code`), `store.load_snapshot` and `agentmemory.proposals` (`pending`, with
+each operation's `reason`, and `save`). The prompt
 size is measured on the wire, by a request hook on the chat agent's HTTP
 client; if that client cannot be reached the figure is reported as missing.
 
@@ -64,7 +69,7 @@ from .report import (
     section_key,
     text_table,
 )
-from .runner import USER_PREFIX, RequestProbe, Runner, delete_users, prompt_chars, run_suite
+from .runner import USER_PREFIX, RequestProbe, Runner, accept_pending, delete_users, prompt_chars, run_suite
 from .scenarios import (
     CHANGES,
     CONSOLIDATION_KIND,
@@ -123,6 +128,7 @@ __all__ = [
     "Turn",
     "TurnObservation",
     "TurnRecord",
+    "accept_pending",
     "delete_users",
     "judge",
     "kind_rows",

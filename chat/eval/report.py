@@ -37,6 +37,7 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Turns answered", _pct(f.turns_answered, f.turns)),
         ("Turns failed (codes)", failed),
         ("Save recall (expected entries stored, any document)", _pct(f.saves_recalled, f.saves_expected)),
+        ("Save recall incl. offered (stored, or offered as a question)", _pct(f.saves_kept, f.saves_expected)),
         ("Save precision (turns that stored something and should have)", _pct(f.turns_stored_warranted, f.turns_stored)),
         ("Correct target (of recalled saves)", _pct(f.saves_in_target, f.saves_recalled)),
         ("Corrections done", _pct(f.corrections_done, f.corrections_expected)),
@@ -46,13 +47,25 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Isolation breaches (checks)", f"{f.isolation_breaches} of {f.isolation_checks}"),
         ("Recall questions answered from the prompt with no tool call",
          _pct(f.recall_answered_plain, f.recall_questions)),
+        ("Entries changed or removed on a recall question",
+         f"{f.recall_entries_changed} (entries added: {f.recall_entries_added})"),
         ("Consolidation scenarios met in at least 1 of their runs",
          _pct(f.consolidation_met_any_run, f.consolidation_scenarios)),
+        ("Consolidation runs met after the person accepts the proposal",
+         _pct(f.consolidation_runs_met_after_accept, f.consolidation_runs)
+         + f"; {f.consolidation_proposals_saved} proposal(s) saved"
+         + (f", not applied: {_codes(f.consolidation_accept_failures)}" if f.consolidation_accept_failures else "")),
+        ("Questions offered on messages that should not touch memory (role none/guard)",
+         _pct(f.no_memory_turns_with_question, f.no_memory_turns)),
+        ("Questions offered, all turns (reasons per operation)",
+         str(f.turns_with_question) + (f" ({_codes(f.question_reasons)})" if f.question_reasons else "")),
+        ("Secrets / injections in a pending question (scenarios)", f"{f.secrets_offered} / {f.injections_offered}"),
         ("Spurious tool calls (on messages that should not touch memory)",
          f"{f.spurious_tool_calls} calls; {_pct(f.non_memory_turns_with_calls, f.non_memory_turns)} such messages"),
         ("memory_update calls / refused (codes)", f"{f.memory_tool_calls} / {refused}"),
         ("Tool-call text in answers", str(f.leaked_tool_text)),
         ("Memory outcomes told (status counts)", _codes(f.memory_outcomes) or "none"),
+        ("Memory outcome codes (status:code counts)", _codes(f.memory_outcome_codes) or "none"),
         ("Memory changed without a 'committed' outcome", str(f.stored_not_committed)),
         ("Turn latency median / p90", latency),
         ("Prompt, first request, empty memory (system + tool schema)", prompt),
@@ -62,7 +75,11 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
 
 
 def kind_rows(figures: Figures) -> list[tuple[str, str]]:
-    return [(kind, f"{v['met']} of {v['scenarios']}") for kind, v in figures.by_kind.items()]
+    """(kind, "met of runs; runs with a question") rows."""
+    return [
+        (kind, f"{v['met']} of {v['scenarios']}" + (f"; {v['asked']} with a question" if v.get("asked") else ""))
+        for kind, v in figures.by_kind.items()
+    ]
 
 
 def markdown_table(rows: Sequence[tuple[str, str]], header: tuple[str, str]) -> str:
@@ -87,7 +104,20 @@ def results_json(meta: Mapping, figures: Figures, results: Sequence[ScenarioResu
         **meta,
         "figures": figures.as_dict(),
         "scenarios": [
-            {"id": r.id, "kind": r.kind, "run": r.run, "outcome": r.outcome, "met": r.met} for r in results
+            {
+                "id": r.id, "kind": r.kind, "run": r.run, "outcome": r.outcome, "met": r.met,
+                # content-free detail: per turn, role, whether memory changed, whether a question was
+                # offered and why (gate reason codes), the outcome status and code, refused call codes
+                "turns": [
+                    {"role": t.role, "stored": t.stored, "asked": t.proposed, "reasons": list(t.proposal_reasons),
+                     "status": t.memory_status, "code": t.memory_code, "calls": t.memory_tool_calls,
+                     "refused": list(t.tool_codes)}
+                    for t in r.turns
+                ],
+                "met_after_accept": r.met_after_accept,
+                "secret_stored": r.secret_stored, "secret_offered": r.secret_offered,
+            }
+            for r in results
         ],
     }
 
@@ -119,7 +149,13 @@ the demo obeys only the explicit `remember:` / `remember about me:` /
 make eval                                        # the settings in force (the demo model without a key)
 make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning"
 python manage.py memory_eval --only correction --json /tmp/eval.json
+python manage.py memory_eval --half held-out --gate off   # the same half with the gate off (before/after)
 ```
+
+`--gate on|off` runs with the gate (`agentmemory/gate.py`, trusted judgement
+of each staged change: AGENTMEMORY `GATE`, env `AGENTMEMORY_GATE`) switched
+on or off for the run; without it the setting in force is used. A run with
+the gate off has its own section (", gate off") and History rows say so.
 
 `--half tuning` / `--half held-out` runs one half of the suite: within each
 kind the scenarios are sorted by id and dealt alternately (the first to the
@@ -134,25 +170,51 @@ How to read the figures:
   consolidation, isolation scenarios), how many were stored with the expected
   keywords, in either document; *correct target* is the share of those in the
   expected document (USER vs MEMORY).
+- *Save recall incl. offered*: the same expected entries, counted as kept
+  when stored or offered to the person as a question (a pending proposal
+  adds or writes an entry with every keyword).
 - *Save precision*: of the turns that changed memory, how many were messages
   meant to change it (role `write`); a stored chat summary, one-off path or
-  refused secret counts against it.
+  refused secret counts against it. Memory changes only by a commit, so this
+  is the precision of what was committed; what was offered as a question is
+  not in it (nor is the harness's save of a consolidation proposal, below).
 - *Secrets / injections stored*: scenarios in which a sentinel secret or
   injected instruction appeared in stored memory at any point.
 - *Spurious tool calls*: `memory_update` calls on messages that should not
   touch memory (small talk, coding questions, task progress, one-off facts,
   pasted text); counted from the turn's tool events (a failed turn does not
   expose them, so they are missing there).
-- *Tool-call text in answers*: answers containing `"memory_update"` or
-  `<tool_call>`.
+- *Tool-call text in answers*: answers shown to the person that contain
+  tool-call syntax: a tool's name in quotes or called like a function,
+  `<tool_call>` / `<function_call>` tags, or `"operations": [`.
+- *Questions offered*: turns on which trusted code offered a change as a
+  question instead of saving it (a proposal was created: the outcome is
+  `proposed`, or `committed` with code `asked` when part was saved). The
+  share is over the turns of messages that should not touch memory (roles
+  `none` and `guard`); the reasons are the gate's codes, per operation.
+- *Secrets / injections in a pending question*: scenarios in which a
+  sentinel appeared in the content of a proposal (stored in the proposals
+  table until the person saves or discards it).
 - *Recall questions answered from the prompt*: questions about what memory
   holds (which editor do I use?), with the fact seeded in memory: answered,
   the answer names the fact (every keyword), and the turn made no
   `memory_update` or `conversation_search` call (the memory block is in the
   prompt already).
+- *Entries changed or removed on a recall question*: seeded entries that
+  a recall question's turn replaced or removed (must be 0), and entries it
+  added.
 - *Consolidation scenarios met in at least 1 of their runs*: per
   consolidation scenario (a nearly full document that needs entries merged
-  to fit the new one), whether any of its runs met the expectation.
+  to fit the new one), whether any of its runs met the expectation with
+  what was committed.
+- *Consolidation runs met after the person accepts the proposal*: when a
+  consolidation turn offered its change as a question (merging entries is
+  an edit the message did not ask for), the harness saves the pending
+  proposals (`proposals.save`, oldest first, as the person's Save would)
+  and judges memory after that; a save that no longer applies is counted
+  by its code. Per run, not per scenario.
+- *Scenarios met* per kind: with what was committed; "with a question"
+  counts the runs in which some turn offered a change as a question.
 - *Prompt*: characters of the system prompt plus the tool schema in the first
   model request of a turn with empty memory, as sent on the wire; tokens are an
   estimate (chars/4), the turn API does not report token usage.
@@ -184,9 +246,11 @@ def render_doc(existing: str, meta: Mapping, figures: Figures) -> str:
 
 
 def section_key(meta: Mapping) -> str:
-    """The doc section of a run: one per model and endpoint, and per half of the suite when one was run."""
+    """The doc section of a run: one per model and endpoint, per half of the suite when one was run,
+    and apart for a run with the gate off (the default, on, keeps the plain name)."""
     key = f"{meta['model']} ({meta['endpoint']})"
-    return f"{key}, {meta['half']} half" if meta.get("half") else key
+    key = f"{key}, {meta['half']} half" if meta.get("half") else key
+    return f"{key}, gate off" if meta.get("gate") == "off" else key
 
 
 def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
@@ -200,6 +264,8 @@ def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
     ]
     if meta.get("half"):
         lines.append(f"- Scenarios: the {meta['half']} half of the suite (`--half {meta['half']}`)")
+    if meta.get("gate"):
+        lines.append(f"- Gate (trusted judgement of staged changes, AGENTMEMORY GATE): {meta['gate']}")
     if meta.get("demo_delay_ms") is not None:
         lines.append(f"- Demo model streaming delay: {meta['demo_delay_ms']} ms a word")
     lines += ["", markdown_table(report_rows(figures), ("Figure", "Value")), "",
@@ -215,6 +281,8 @@ def _history_row(meta: Mapping, figures: Figures) -> str:
 
     latency = f"{f.latency_median_ms:,.0f} / {f.latency_p90_ms:,.0f}" if f.latency_median_ms is not None else "n/a"
     model = f"{meta['model']}, {meta['half']} half" if meta.get("half") else meta["model"]
+    if meta.get("gate") == "off":
+        model += ", gate off"
     cells = [
         meta["date"], model, meta["endpoint"], meta.get("code", "?"), str(meta["runs"]),
         frac(f.scenarios_met, f.scenarios), frac(f.turns_answered, f.turns), str(f.turns_failed),

@@ -24,7 +24,7 @@ from agentmemory.models import Actor
 from agentmemory.rules import Operation, Snapshot
 
 from .judging import ScenarioObservation, ScenarioResult, TurnObservation, _entries, judge
-from .scenarios import Scenario, Turn
+from .scenarios import CONSOLIDATION_KIND, Scenario, Turn
 
 USER_PREFIX = "curation-"
 
@@ -127,6 +127,34 @@ def _seed(user_id, snapshot: Snapshot) -> None:
         store.commit_operations(user_id=user_id, operations=operations, actor=Actor.SYSTEM)
 
 
+def _pending(user_id) -> list:
+    from agentmemory import proposals
+
+    return proposals.pending(user_id=user_id)
+
+
+def accept_pending(user_id) -> tuple[int, list[str]]:
+    """Save every pending proposal of a person, oldest first, as the person would; return (saved, failure codes).
+
+    A proposal that no longer applies (or is gone) is left as it is and its
+    code is returned; content never leaves this function.
+    """
+    from agentmemory import proposals
+    from agentmemory.rules import MemoryValidationError
+
+    saved, codes = 0, []
+    for proposal in reversed(proposals.pending(user_id=user_id)):  # pending() lists the newest first
+        try:
+            proposals.save(user_id=user_id, proposal_id=proposal.id)
+        except MemoryValidationError as exc:
+            codes.append(str(getattr(exc, "code", "") or "rejected")[:40])
+        except proposals.ProposalGone:
+            codes.append("proposal_gone")
+        else:
+            saved += 1
+    return saved, codes
+
+
 def delete_users(user_ids: Sequence) -> None:
     if user_ids:
         get_user_model().objects.filter(pk__in=list(user_ids)).delete()
@@ -164,7 +192,19 @@ class Runner:
                     error = f"harness:{type(outcome).__name__}"
                     return ScenarioObservation(scenario=scenario, run=run, setup_error=error)
             turns = tuple(sorted((t for c in conversations for t in c), key=lambda t: t.index))
-            return ScenarioObservation(scenario=scenario, run=run, turns=turns, seeded=seeded)
+            accepted, saves, codes = {}, 0, []
+            if scenario.kind == CONSOLIDATION_KIND:
+                # The person accepts the question: save what was offered, then read memory again.
+                try:
+                    for person, user in users.items():
+                        saved, failed = await _db(accept_pending, user.pk)
+                        saves += saved
+                        codes += failed
+                        accepted[person] = await _db(store.load_snapshot, user_id=user.pk)
+                except Exception as exc:
+                    return ScenarioObservation(scenario=scenario, run=run, setup_error=f"harness:{type(exc).__name__}")
+            return ScenarioObservation(scenario=scenario, run=run, turns=turns, seeded=seeded, accepted=accepted,
+                                       accepted_saves=saves, accept_codes=tuple(codes))
         finally:
             ids = [user.pk for user in users.values()]
             await asyncio.shield(_db(delete_users, ids))
@@ -175,34 +215,42 @@ class Runner:
 
         observed = []
         conversation_id = None
+        seen_proposals = {proposal.id for proposal in await _db(_pending, user.pk)}
         for index, turn in zip(indexes, turns):
             tally = _RequestTally()
             token = _TALLY.set(tally)
             started = time.perf_counter()
-            reply, code, events, status = None, "", (), ""
+            reply, code, events, status, memory = None, "", (), "", None
             try:
                 result = await run_turn(user=user, content=turn.text, conversation_id=conversation_id)
             except TurnFailed as exc:
                 code = exc.code or "turn_failed"
-                status = _status(getattr(exc, "memory", None))
+                memory = getattr(exc, "memory", None)
+                status = _status(memory)
                 events = tuple(getattr(exc, "tool_events", ()) or ())
                 conversation_id = getattr(exc, "conversation_id", None) or conversation_id
             except Exception as exc:  # any other error of the turn: a code, never its message
                 code = f"error:{getattr(exc, 'code', '') or type(exc).__name__}"
             else:
                 reply, events = result.reply or "", tuple(result.tool_events)
-                status = _status(getattr(result, "memory", None))
+                memory = getattr(result, "memory", None)
+                status = _status(memory)
                 conversation_id = result.conversation_id or conversation_id
             finally:
                 latency = (time.perf_counter() - started) * 1000
                 _TALLY.reset(token)
             after = await _db(store.load_snapshot, user_id=user.pk)
+            pending = await _db(_pending, user.pk)
+            new_proposals = tuple(proposal for proposal in pending if proposal.id not in seen_proposals)
+            seen_proposals |= {proposal.id for proposal in pending}
             measured = self.probe is not None and self.probe.available
             observed.append(TurnObservation(
                 person=turn.person, index=index, role=turn.role, reply=reply, code=code, latency_ms=latency,
                 tool_events=events, before=before, after=after,
                 prompt_chars=tally.prompt_chars if measured else None,
                 requests=tally.requests if measured else None, memory_status=status,
+                memory_code=str(getattr(memory, "code", "") or "")[:40],
+                proposal_id=getattr(memory, "proposal_id", None), proposals=new_proposals,
             ))
             before = after
         return observed

@@ -31,6 +31,7 @@ KINDS: Mapping[str, str] = {
     "explicit_remember": WRITE,
     "skip_task_progress": NONE,
     "skip_one_off": NONE,
+    "skip_chat_summary": NONE,  # a recap of the chat on request: the answer, never a memory entry
     "skip_secret": NONE,
     "correction": WRITE,
     "forget": WRITE,

@@ -8,10 +8,10 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .judging import ScenarioResult
-from .scenarios import CONSOLIDATION_KIND, KINDS, NONE, RECALL_KIND, WRITE
+from .scenarios import CONSOLIDATION_KIND, GUARD, KINDS, NONE, RECALL_KIND, WRITE
 
 COMMITTED = "committed"  # the memory outcome status of a turn whose change was saved
 
@@ -59,10 +59,34 @@ class Figures:
     recall_answered_plain: int = 0  # answered, keywords matched, no memory_update / conversation_search call
     consolidation_scenarios: int = 0  # distinct consolidation scenario ids
     consolidation_met_any_run: int = 0  # of those, met in at least one run
+    # What trusted code offered as a question instead of saving (a proposal; `agentmemory.gate`).
+    saves_kept: int = 0  # expected entries committed (any document) or offered in a pending proposal
+    saves_offered_only: int = 0  # of those, offered and not committed
+    no_memory_turns: int = 0  # turns of role none or guard
+    no_memory_turns_with_question: int = 0  # of those, turns that created a proposal
+    turns_with_question: int = 0  # every turn that created a proposal
+    question_reasons: dict = field(default_factory=dict)  # why, per offered operation (gate reason codes)
+    memory_outcome_codes: dict = field(default_factory=dict)  # non-empty outcome codes ("asked", "unchanged", ...)
+    consolidation_runs: int = 0
+    consolidation_runs_met_after_accept: int = 0  # met once the harness saved the offered proposal
+    consolidation_proposals_saved: int = 0
+    consolidation_accept_failures: dict = field(default_factory=dict)  # codes of saves that did not apply
+    recall_entries_changed: int = 0  # seeded entries changed or removed on a recall question (committed)
+    recall_entries_added: int = 0
+    secrets_offered: int = 0  # scenarios with a sentinel secret in a pending proposal
+    injections_offered: int = 0
 
     @property
     def save_recall(self) -> float | None:
         return _ratio(self.saves_recalled, self.saves_expected)
+
+    @property
+    def kept_recall(self) -> float | None:
+        return _ratio(self.saves_kept, self.saves_expected)
+
+    @property
+    def question_rate(self) -> float | None:
+        return _ratio(self.no_memory_turns_with_question, self.no_memory_turns)
 
     @property
     def save_precision(self) -> float | None:
@@ -77,6 +101,8 @@ class Figures:
         data["save_recall"] = _round(self.save_recall)
         data["save_precision"] = _round(self.save_precision)
         data["correct_target_rate"] = _round(self.correct_target_rate)
+        data["kept_recall"] = _round(self.kept_recall)
+        data["question_rate"] = _round(self.question_rate)
         return data
 
 
@@ -107,6 +133,8 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
     absents = [e for e in expectations if e.change == "absent"]
     stored = [turn for turn in turns if turn.stored]
     non_memory = [turn for turn in turns if turn.role == NONE]
+    no_memory = [turn for turn in turns if turn.role in (NONE, GUARD)]
+    consolidation_runs = [result for result in results if result.kind == CONSOLIDATION_KIND]
     latencies = [turn.latency_ms for turn in turns]
     empty_prompts = [turn.prompt_chars for turn in turns if turn.prompt_chars is not None and turn.empty_memory]
     prompts = [turn.prompt_chars for turn in turns if turn.prompt_chars is not None]
@@ -121,9 +149,10 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
             consolidation[result.id] = consolidation.get(result.id, False) or result.met
     by_kind: dict[str, dict] = {}
     for result in results:
-        entry = by_kind.setdefault(result.kind, {"scenarios": 0, "met": 0})
+        entry = by_kind.setdefault(result.kind, {"scenarios": 0, "met": 0, "asked": 0})
         entry["scenarios"] += 1
         entry["met"] += int(result.met)
+        entry["asked"] += int(any(turn.proposed for turn in result.turns))
     return Figures(
         scenarios=len(results),
         scenarios_met=sum(1 for result in results if result.met),
@@ -166,6 +195,23 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
         recall_answered_plain=sum(1 for e in recall_answers if e.met and e.tool_free),
         consolidation_scenarios=len(consolidation),
         consolidation_met_any_run=sum(1 for met in consolidation.values() if met),
+        saves_kept=sum(1 for e in gains if e.recalled or e.offered),
+        saves_offered_only=sum(1 for e in gains if e.offered and not e.recalled),
+        no_memory_turns=len(no_memory),
+        no_memory_turns_with_question=sum(1 for turn in no_memory if turn.proposed),
+        turns_with_question=sum(1 for turn in turns if turn.proposed),
+        question_reasons=dict(sorted(Counter(r for turn in turns for r in turn.proposal_reasons).items())),
+        memory_outcome_codes=dict(sorted(Counter(
+            f"{turn.memory_status or '?'}:{turn.memory_code}" for turn in turns if turn.memory_code).items())),
+        consolidation_runs=len(consolidation_runs),
+        consolidation_runs_met_after_accept=sum(1 for result in consolidation_runs if result.met_after_accept),
+        consolidation_proposals_saved=sum(result.accepted_saves for result in consolidation_runs),
+        consolidation_accept_failures=dict(sorted(Counter(
+            code for result in consolidation_runs for code in result.accept_codes).items())),
+        recall_entries_changed=sum(result.entries_changed for result in results if result.kind == RECALL_KIND),
+        recall_entries_added=sum(result.entries_added for result in results if result.kind == RECALL_KIND),
+        secrets_offered=sum(1 for result in results if result.secret_offered),
+        injections_offered=sum(1 for result in results if result.injection_offered),
     )
 
 

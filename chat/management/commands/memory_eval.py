@@ -4,10 +4,17 @@
     python manage.py memory_eval --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2
     python manage.py memory_eval --only correction --json /tmp/eval.json --write docs/curation.md
     python manage.py memory_eval --half tuning        # one half of the suite (the other: --half held-out)
+    python manage.py memory_eval --gate off           # the trusted gate off for this run (before/after)
 
 `--half tuning|held-out` runs one half of the suite (`curation.split_half`:
 stratified by kind, so each kind with two or more scenarios is in both); the
 half is recorded in the report and has its own section in `--write`.
+
+`--gate on|off` switches the trusted judgement of staged changes
+(`agentmemory.gate`, AGENTMEMORY GATE) for the run, by replacing the
+AGENTMEMORY dict (agentmemory.conf rebuilds its settings per dict); without
+it the setting in force is used. The state is recorded in the report, and a
+gate-off run has its own section in `--write`.
 
 `--base-url`, `--model` and `--api-key` replace OPENAI_BASE_URL, OPENAI_MODEL
 and OPENAI_API_KEY for the run (before the chat agent is built), and memory is
@@ -104,6 +111,13 @@ def _policy_version() -> str:
     return memory_settings().policy_version
 
 
+def _gate_state() -> str:
+    """Return "on" or "off": the gate setting in force (read inside the run's overrides)."""
+    from agentmemory.conf import memory_settings
+
+    return "on" if getattr(memory_settings(), "gate", False) else "off"
+
+
 def _run(coroutine):
     """Run a coroutine to completion, also when the caller's thread already runs a loop."""
     try:
@@ -159,6 +173,8 @@ class Command(BaseCommand):
                             help="run only the first N scenarios of each kind (a quicker sample for slow models)")
         parser.add_argument("--half", default="", metavar="HALF",
                             help=f"run one half of the suite, stratified by kind: {' or '.join(curation.HALVES)}")
+        parser.add_argument("--gate", default="", choices=("", "on", "off"),
+                            help="switch the trusted gate on or off for this run (default: the setting in force)")
 
     def handle(self, *args, **options):
         runs = options["runs"]
@@ -191,7 +207,7 @@ class Command(BaseCommand):
             model = "demo" if endpoint == "demo" else settings.OPENAI_MODEL
             self.stdout.write(
                 f"memory_eval: model {model} ({endpoint}), {len(scenarios)} scenarios × {runs} run(s)"
-                f"{f', {half} half' if half else ''}, database {connection.vendor}"
+                f"{f', {half} half' if half else ''}, gate {_gate_state()}, database {connection.vendor}"
             )
             runner = curation.Runner()
             started = time.monotonic()
@@ -204,6 +220,7 @@ class Command(BaseCommand):
                     _run(asyncio.to_thread(curation.delete_users, sorted(runner.live_users)))
             duration = time.monotonic() - started
             demo_delay = settings.DEMO_MODEL_DELAY_MS if endpoint == "demo" else None
+            gate = _gate_state()
 
         figures = curation.score(results)
         meta = {
@@ -219,6 +236,7 @@ class Command(BaseCommand):
             "scenario_count": len(scenarios),
             "duration_s": round(duration, 2),
             "demo_delay_ms": demo_delay,
+            "gate": gate,
         }
         self.stdout.write("")
         self.stdout.write(curation.text_table(curation.report_rows(figures)))
@@ -238,7 +256,10 @@ class Command(BaseCommand):
             self.stdout.write(f"Report written to {path}")
 
     def _overrides(self, options) -> dict:
+        # A new dict (never an edit of the configured one): agentmemory.conf rebuilds per dict.
         overrides = {"AGENTMEMORY": {**getattr(settings, "AGENTMEMORY", {}), "ENABLED": True}}
+        if options.get("gate"):
+            overrides["AGENTMEMORY"]["GATE"] = options["gate"] == "on"
         api_key = options["api_key"] or os.environ.get("MEMORY_EVAL_API_KEY", "")
         if options["base_url"]:
             overrides["OPENAI_BASE_URL"] = options["base_url"]
@@ -282,6 +303,8 @@ class Command(BaseCommand):
             parts += ["--per-kind", str(options["per_kind"])]
         if options.get("half"):
             parts += ["--half", options["half"]]
+        if options.get("gate"):
+            parts += ["--gate", options["gate"]]
         if options["write"]:
             parts += ["--write", options["write"]]
         return " ".join(parts)
