@@ -332,6 +332,8 @@ class _Turn:
             user_characters=document_length(after.user) if after else None,
             memory_characters=document_length(after.memory) if after else None,
             retry_count=committed.retry_count if committed else None,
+            # Operations trusted code doubted and offered to the person instead (`agentmemory.gate`).
+            asked_count=sum(1 for reason in self.memory.staged_reasons if reason),
         )
 
     async def _run(self, conversation_id: int | None) -> TurnResult:

@@ -131,7 +131,7 @@ async def write_everywhere(user, scripted_model) -> dict:
     # A proposal: ask before saving, a turn that proposes.
     await db(preferences.set_save_mode, user_id=user.pk, save_mode="ask")
     scripted_model.push(add_call(f"Staging is {SENTINEL}-2"), text("Proposed."))
-    proposed = await run_turn(user=user, content="and staging?", conversation_id=result.conversation_id)
+    proposed = await run_turn(user=user, content="Staging deploys go through it too.", conversation_id=result.conversation_id)
     assert proposed.memory.status == "proposed"
     return {"export": await db(export_of, user), "conversation_id": result.conversation_id}
 

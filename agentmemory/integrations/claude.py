@@ -74,6 +74,7 @@ async def run_with_memory(
     """
     turn = MemoryTurn(user_id=user_id, enabled=None if memory else False)
     await turn.load()
+    turn.heard(messages)  # trusted code judges what is staged against what the person said
     block = turn.prompt()
     prompt = "\n\n".join(part for part in (system, block, PROMPT_NOTE if block else "") if part)
     offered = [*tools, MEMORY_TOOL] if turn.tools else list(tools)

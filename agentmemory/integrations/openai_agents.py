@@ -103,6 +103,9 @@ async def run_with_memory(
     """
     turn = MemoryTurn(user_id=user_id, enabled=None if memory else False)
     await turn.load()
+    # Trusted code judges what is staged against what the person said (a string, or the input items).
+    turn.heard([{"role": "user", "content": input}] if isinstance(input, str)
+               else [item for item in input if isinstance(item, dict)])
     request_agent = agent_with_memory(agent, turn)
     try:
         with turn.attempt():

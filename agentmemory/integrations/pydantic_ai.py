@@ -70,11 +70,13 @@ class MemoryRun:
         return self.result.output
 
 
-async def _turn(agent: Agent, deps, person, memory: bool) -> MemoryTurn:
+async def _turn(agent: Agent, deps, person, memory: bool, user_prompt=None) -> MemoryTurn:
     turn = MemoryTurn(user_id=person(deps), enabled=None if memory else False)
     if turn.enabled:
         refuse_content_tracing(agent)
     await turn.load()
+    if isinstance(user_prompt, str):  # trusted code judges what is staged against what the person said
+        turn.heard([{"role": "user", "content": user_prompt}])
     return turn
 
 
@@ -129,7 +131,7 @@ async def run_with_memory(
     `memory=False` is the memory-free mode for untrusted routes. Other
     keywords go to `agent.run`. Re-raise whatever ended the run, after discarding.
     """
-    turn = await _turn(agent, deps, person, memory)
+    turn = await _turn(agent, deps, person, memory, user_prompt)
     try:
         with turn.attempt():
             result = await agent.run(user_prompt, deps=deps, **_run_options(turn, person, options))
@@ -165,7 +167,7 @@ async def run_stream_with_memory(
     Leaving the block early, an exception or a cancel discards; a stream that
     ended cut off at the output limit raises IncompleteAnswer after discarding.
     """
-    turn = await _turn(agent, deps, person, memory)
+    turn = await _turn(agent, deps, person, memory, user_prompt)
     streamed = None
     try:
         with turn.attempt():

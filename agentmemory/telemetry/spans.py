@@ -30,7 +30,7 @@ TOOL_NAME = "memory_update"
 
 _COUNT_FIELDS = frozenset(
     {"operation_count", "user_characters", "memory_characters", "duration_ms", "retry_count", "position",
-     "result_count"}
+     "result_count", "asked_count"}
 )
 _LABEL_FIELDS = frozenset({"tool", "outcome", "error_code", "actor", "memory_status"})
 _LABEL = re.compile(r"^[a-z0-9_.:-]{1,64}$")
