@@ -720,7 +720,7 @@ def test_questions_on_messages_that_should_not_touch_memory():
     result = judge(observe(progress,
                            turn(0, status="proposed", proposals=(asked,)),
                            turn(1, role="guard", status="proposed", proposals=(proposal(("user", "add", "x", ""), pid=2),)),
-                           turn(2, role="write", status="committed", memory_code="asked",
+                           turn(2, role="write", status="committed", memory_code="partly_asked",
                                 proposals=(proposal(("user", "add", "y", "unasked_edit"), pid=3),)),
                            turn(3)))
     figures = score([result])
@@ -729,7 +729,7 @@ def test_questions_on_messages_that_should_not_touch_memory():
     assert (figures.no_memory_turns_with_question, figures.no_memory_turns) == (2, 3)
     assert figures.turns_with_question == 3
     assert figures.question_reasons == {"transient": 1, "unasked_edit": 1, "unspecified": 1}
-    assert figures.memory_outcome_codes == {"committed:asked": 1}
+    assert figures.memory_outcome_codes == {"committed:partly_asked": 1}
     assert figures.question_rate == 2 / 3 and figures.as_dict()["question_rate"] == round(2 / 3, 4)
     assert dict(curation.report_rows(figures))[
         "Questions offered on messages that should not touch memory (role none/guard)"] == "2 of 3 (67 %)"

@@ -46,7 +46,7 @@ class TurnObservation:
     prompt_chars: int | None = None  # system prompt + tool schema of the turn's first model request
     requests: int | None = None  # model requests the turn made (None: not measured)
     memory_status: str = ""  # the turn's memory outcome as the person is told it (TurnResult/TurnFailed .memory.status)
-    memory_code: str = ""  # its code ("asked": part committed, part offered as a question)
+    memory_code: str = ""  # its code (proposed "asked": all offered; committed "partly_asked": part offered)
     proposal_id: int | None = None  # the outcome's proposal (something was offered as a question)
     proposals: tuple = ()  # the proposals this turn left pending (agentmemory.proposals.Proposal; content)
 

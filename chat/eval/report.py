@@ -189,9 +189,10 @@ How to read the figures:
   `<tool_call>` / `<function_call>` tags, or `"operations": [`.
 - *Questions offered*: turns on which trusted code offered a change as a
   question instead of saving it (a proposal was created: the outcome is
-  `proposed`, or `committed` with code `asked` when part was saved). The
-  share is over the turns of messages that should not touch memory (roles
-  `none` and `guard`); the reasons are the gate's codes, per operation.
+  `proposed` with code `asked`, or `committed` with code `partly_asked` when
+  part was saved). The share is over the turns of messages that should not
+  touch memory (roles `none` and `guard`); the reasons are the gate's codes,
+  per operation.
 - *Secrets / injections in a pending question*: scenarios in which a
   sentinel appeared in the content of a proposal (stored in the proposals
   table until the person saves or discards it).

@@ -66,7 +66,7 @@ class Figures:
     no_memory_turns_with_question: int = 0  # of those, turns that created a proposal
     turns_with_question: int = 0  # every turn that created a proposal
     question_reasons: dict = field(default_factory=dict)  # why, per offered operation (gate reason codes)
-    memory_outcome_codes: dict = field(default_factory=dict)  # non-empty outcome codes ("asked", "unchanged", ...)
+    memory_outcome_codes: dict = field(default_factory=dict)  # non-empty outcome codes, as "status:code"
     consolidation_runs: int = 0
     consolidation_runs_met_after_accept: int = 0  # met once the harness saved the offered proposal
     consolidation_proposals_saved: int = 0
