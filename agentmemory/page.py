@@ -11,7 +11,7 @@ from django.db import DatabaseError
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from . import preferences, proposals, threats, words
+from . import preferences, proposals, threats, tidy, words
 from .conf import memory_settings
 from .rules import FULL_PERCENT, WARN_PERCENT
 from .selectors import memory_state, page_number, recent_events, source_links
@@ -81,6 +81,8 @@ def render_page(
                     # Where it came from, in plain words; the chat's title links to it.
                     "source": words.source_text(source, link),
                     "source_url": link["url"] if link else "",
+                    # A tidied line: where each entry it came from came from.
+                    "origins": _origins(source, links),
                 })
             documents.append({
                 "document": document,
@@ -89,6 +91,8 @@ def render_page(
                 "entries": entries,
                 "add_error": add_errors.pop(document.target, ""),
                 "add_draft": drafts.get(("add", document.target), ""),
+                # Tidy up is offered for a document with two or more entries the assistant may see.
+                "tidy": tidy.can_tidy(document.entries),
             })
     waiting = _pending_proposals(request.user.pk, proposal_errors, drafts) if state is not None else []
     # An error about an entry no longer on the page (or a tampered target)
@@ -119,6 +123,7 @@ def render_page(
         "proposals": waiting,
         "proposal_wait": _days(memory_settings().proposal_ttl_days),
         "memory_enabled": memory_settings().enabled,
+        "tidy_offered": tidy.offered() and use_memory is not False,
     }
     return render(request, "agentmemory/memory_page.html", context, status=status)
 
@@ -136,14 +141,19 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
     items = []
     for proposal in pending:
         operations = []
+        tidied = any(op.reason == proposals.TIDY for op in proposal.operations)
+        merged = {entry for op in proposal.operations if len(op.merged_from) > 1 for entry in op.merged_from}
         for op in proposal.operations:
             key = ("proposal", proposal.id, str(op.position))
             operations.append({
                 "position": op.position,
                 "action": op.action,
-                "label": words.proposal_action(op.action, op.target),
+                "label": _tidy_label(op, merged) if op.reason == proposals.TIDY
+                else words.proposal_action(op.action, op.target),
                 "content": op.content,
                 "entry": op.entry,
+                # A Tidy up's merged line: the entries it came from, as they were.
+                "merged_from": op.merged_from if len(op.merged_from) > 1 else (),
                 "editable": op.editable,
                 "draft": drafts.get(key, op.content or ""),
                 "open": key in drafts and drafts[key] != (op.content or ""),
@@ -154,9 +164,30 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
             "created_at": proposal.created_at,
             "expires_at": proposal.expires_at,
             "from_chat": proposal.conversation_id is not None,
+            "tidy": tidied,
             "error": errors.pop(proposal.id, ""),
         })
     return items
+
+
+def _tidy_label(op, merged: set) -> str:
+    """How one line of a Tidy up's proposal reads: a merge, a shorter wording, a folded or a dropped entry."""
+    if op.action == "replace":
+        return words.tidy_action("merge" if len(op.merged_from) > 1 else "reword", op.target)
+    if op.action == "remove":
+        return words.tidy_action("folded" if op.entry in merged else "drop", op.target)
+    return words.proposal_action(op.action, op.target)
+
+
+def _origins(source, links: dict) -> list[dict]:
+    """Where each entry a tidied line came from came from, in plain words (a chat's title links to it)."""
+    if source is None or not source.tidied:
+        return []
+    origins = []
+    for origin in source.merged:
+        link = links.get(origin.conversation_id)
+        origins.append({"text": words.source_text(origin, link), "url": link["url"] if link else ""})
+    return origins
 
 
 def _history_changes(history, errors: dict) -> list[dict]:

@@ -20,13 +20,15 @@ the documents.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .rules import TARGETS, Snapshot
 
 AGENT, USER, STAFF, SYSTEM = "agent", "user", "staff", "system"
 ROLES = (AGENT, USER, STAFF, SYSTEM)
+# The most sources one tidied line keeps of the entries it came from (the oldest first).
+MAX_MERGED = 20
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Source:
     turn_id: str = ""
     # Put back by an undo or a restore of an earlier version ("Restored by you").
     restored: bool = False
+    # Written by Tidy up from one or more entries, whose sources `merged` keeps (one level deep).
+    tidied: bool = False
+    merged: tuple[Source, ...] = ()
 
     def as_json(self) -> dict:
         data: dict = {"by": self.by, "at": self.at}
@@ -48,20 +53,32 @@ class Source:
             data["turn_id"] = self.turn_id
         if self.restored:
             data["restored"] = True
+        if self.tidied:
+            data["tidied"] = True
+        if self.merged:
+            data["merged"] = [item.as_json() for item in self.merged]
         return data
 
     @classmethod
-    def from_json(cls, data) -> Source | None:
+    def from_json(cls, data, *, nested: bool = True) -> Source | None:
         if not isinstance(data, Mapping) or data.get("by") not in ROLES or not isinstance(data.get("at"), str):
             return None
         conversation = data.get("conversation_id")
+        merged = data.get("merged") if nested else None
         return cls(
             by=data["by"], at=data["at"],
             conversation_id=conversation if isinstance(conversation, int) and not isinstance(conversation, bool)
             else None,
             turn_id=str(data.get("turn_id") or "")[:64],
             restored=data.get("restored") is True,
+            tidied=data.get("tidied") is True,
+            merged=tuple(item for item in (cls.from_json(one, nested=False) for one in merged[:MAX_MERGED])
+                         if item is not None) if isinstance(merged, list) else (),
         )
+
+    def origins(self) -> tuple[Source, ...]:
+        """The sources this one stands for: those it merged, else itself."""
+        return self.merged or (self,)
 
 
 def source(by: str, at: datetime, *, conversation_id: int | None = None, turn_id: str = "",
@@ -82,14 +99,45 @@ def aligned(entries: Sequence[str], stored: Sequence | None) -> tuple[Source | N
     return tuple(item if isinstance(item, Source) or item is None else Source.from_json(item) for item in stored)
 
 
-def carry(before: Snapshot, before_sources: Sources, after: Snapshot, new: Source) -> dict[str, tuple]:
-    """Return the sources of `after`'s entries: kept where the text survived, `new` where it is new."""
+Merges = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+def carry(before: Snapshot, before_sources: Sources, after: Snapshot, new: Source,
+          merges: Merges | None = None) -> dict[str, tuple]:
+    """Return the sources of `after`'s entries: kept where the text survived, `new` where it is new.
+
+    `merges` (Tidy up) names, per document, lines of `after` and the entries
+    of `before` each came from: such a line gets `new`, marked tidied, with
+    the sources of all those entries (a line that is one entry unchanged
+    keeps that entry's source).
+    """
     result = {}
     for target in TARGETS:
         old_entries = before.entries(target)
         old = dict(zip(old_entries, aligned(old_entries, before_sources.get(target))))
-        result[target] = tuple(old[entry] if entry in old else new for entry in after.entries(target))
+        tidied = (merges or {}).get(target) or {}
+        result[target] = tuple(
+            _merged(entry, tidied[entry], old, new) if entry in tidied
+            else old[entry] if entry in old else new
+            for entry in after.entries(target)
+        )
     return result
+
+
+def _merged(entry: str, came_from: Sequence[str], old: Mapping, new: Source) -> Source | None:
+    """The source of a tidied line: `new`, tidied, keeping the sources of the entries it came from."""
+    came_from = [text for text in dict.fromkeys(came_from) if text in old]
+    if came_from == [entry]:
+        return old[entry]  # one entry, its text unchanged: nothing was tidied
+    origins: list[Source] = []
+    for text in came_from:
+        source = old[text]
+        for origin in source.origins() if source is not None else ():
+            if origin not in origins:
+                origins.append(Source(by=origin.by, at=origin.at, conversation_id=origin.conversation_id,
+                                      turn_id=origin.turn_id, restored=origin.restored))
+    return Source(by=new.by, at=new.at, conversation_id=new.conversation_id, turn_id=new.turn_id,
+                  restored=new.restored, tidied=True, merged=tuple(origins[:MAX_MERGED]))
 
 
 def to_json(sources: Sequence[Source | None]) -> list:
@@ -101,8 +149,16 @@ def without_conversation(sources: Sequence[Source | None], conversation_id: int)
     changed = False
     kept = []
     for item in sources:
-        if item is not None and item.conversation_id == conversation_id:
-            item = Source(by=item.by, at=item.at, restored=item.restored)
-            changed = True
+        if item is not None:
+            unlinked = _unlinked(item, conversation_id)
+            changed = changed or unlinked != item
+            item = unlinked
         kept.append(item)
     return tuple(kept), changed
+
+
+def _unlinked(item: Source, conversation_id: int) -> Source:
+    merged = tuple(_unlinked(origin, conversation_id) for origin in item.merged)
+    if item.conversation_id == conversation_id:
+        return Source(by=item.by, at=item.at, restored=item.restored, tidied=item.tidied, merged=merged)
+    return item if merged == item.merged else replace(item, merged=merged)

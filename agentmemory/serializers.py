@@ -73,12 +73,19 @@ class MemoryErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong and what to do next. Never holds memory content.")
 
 
-class SourceSerializer(serializers.Serializer):
+class OriginSerializer(serializers.Serializer):
     by = serializers.ChoiceField(choices=["agent", "user", "staff", "system"])
     at = serializers.CharField(help_text="When the entry was last set (ISO 8601).")
     conversation_id = serializers.IntegerField(required=False, help_text="The chat it came from, if any.")
     turn_id = serializers.CharField(required=False)
     restored = serializers.BooleanField(required=False, help_text="true: put back by an undo or a restore.")
+
+
+class SourceSerializer(OriginSerializer):
+    tidied = serializers.BooleanField(required=False, help_text="true: written by Tidy up, from the entries whose "
+                                      "sources are in merged.")
+    merged = serializers.ListField(child=OriginSerializer(), required=False,
+                                   help_text="Tidy up: where each entry this one came from came from.")
 
 
 class ExportDocumentSerializer(serializers.Serializer):

@@ -17,6 +17,7 @@ urlpatterns = [
     path("memory/proposals/<int:pk>/discard/", views.discard_proposal, name="proposal-discard"),
     path("memory/changes/<int:pk>/undo/", views.undo_change, name="change-undo"),
     path("memory/changes/<int:pk>/restore/", views.restore_change, name="change-restore"),
+    path("memory/tidy/", views.tidy_up, name="tidy"),
     path("api/memory/", api.MemoryView.as_view(), name="api"),
     path("api/memory/operations/", api.MemoryOperationsView.as_view(), name="api-operations"),
     path("api/memory/export/", api.MemoryExportView.as_view(), name="api-export"),
@@ -28,4 +29,5 @@ urlpatterns = [
     path("api/memory/changes/<str:pk>/", api.ChangeDetailView.as_view(), name="api-change"),
     path("api/memory/changes/<str:pk>/undo/", api.ChangeUndoView.as_view(), name="api-change-undo"),
     path("api/memory/changes/<str:pk>/restore/", api.ChangeRestoreView.as_view(), name="api-change-restore"),
+    path("api/memory/tidy/", api.TidyView.as_view(), name="api-tidy"),
 ]

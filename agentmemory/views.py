@@ -37,8 +37,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, versions, words
-from .api import ChangeAPIView, MemoryWriteThrottle
+from . import preferences, proposals, services, tidy, versions, words
+from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
 from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
@@ -292,6 +292,40 @@ def discard_proposal(request: HttpRequest, pk: int) -> HttpResponse:
         return JsonResponse({"ok": True, "message": PROPOSAL_DISCARDED})
     messages.success(request, PROPOSAL_DISCARDED)
     return redirect(reverse("agentmemory:page") + "#proposals")
+
+
+TIDY_PROPOSED = ("The assistant proposed a tidier version of {document}. Review it under \u201cWaiting for you\u201d: "
+                 "nothing changes until you choose Save.")
+TIDY_THROTTLED = "Too many requests to tidy up in a short time; nothing was proposed. Wait a minute and try again."
+
+
+@form_post
+def tidy_up(request: HttpRequest) -> HttpResponse:
+    """Tidy up: one model request proposes a consolidated version of one document (`agentmemory.tidy`).
+
+    The proposal waits under "Waiting for you" like any other; nothing
+    changes until the person saves it.
+    """
+    target = request.POST.get("target", "")
+    if target not in TARGETS:
+        return _failed(request, tidy.MESSAGES[tidy.INVALID_TARGET], status=400)
+    if not _throttle_allows(request) or not TidyThrottle().allow_request(request, None):
+        return _failed(request, TIDY_THROTTLED, status=429)
+    try:
+        proposal_id = tidy.propose(user_id=request.user.pk, target=target)
+    except tidy.TidyFailed as failed:
+        return _failed(request, failed.message, status=failed.status)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("tidy up failed: memory unavailable", extra={"user_id": request.user.pk})
+        return _failed(request, UNAVAILABLE_NOW, status=503)
+    message = TIDY_PROPOSED.format(document=words.document_name(target))
+    if wants_json(request):
+        return JsonResponse({"ok": True, "message": message, "proposal_id": proposal_id})
+    messages.success(request, message)
+    return redirect(reverse("agentmemory:page") + f"#proposal-{proposal_id}")
+
+
+UNAVAILABLE_NOW = "Memory could not be read right now, so nothing was proposed. Try again in a minute."
 
 
 SWITCH_ON = "Memory is on: the assistant reads and updates your memory in chats."

@@ -314,6 +314,21 @@ def proposal_action(action: str, target: str) -> str:
     return PROPOSAL_ACTIONS.get((action, target), "Change your memory")
 
 
+# Tidy up's proposal (`agentmemory.tidy`), line by line: a merge, a shorter wording, an entry folded into
+# a merged line, an entry dropped.
+TIDY_ACTIONS = {
+    "merge": "Merge into one line in {where}",
+    "reword": "Shorten in {where}",
+    "folded": "Part of a merged line, so removed from {where}",
+    "drop": "Drop from {where} (repeated or out of date)",
+}
+
+
+def tidy_action(kind: str, target: str) -> str:
+    """Return e.g. "Merge into one line in your notes" for one line of a Tidy up's proposal."""
+    return TIDY_ACTIONS.get(kind, "Change {where}").format(where=DOCUMENTS.get(target, "your memory"))
+
+
 def proposal_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
     """Return the plain sentence for a proposal that could not be saved (its rule's code)."""
     if code in _STALE_CODES:
@@ -420,6 +435,8 @@ def source_text(source, link: Mapping | None = None) -> str:
     if source.restored:
         return ("Restored by you" if source.by == "user" else "Restored by support staff"
                 if source.by == "staff" else "Restored by the system") + when
+    if source.tidied:
+        return f"Tidied up by the assistant{when}, saved by you"
     if source.by == "agent":
         if link:
             return f"From your chat \u201c{link['title']}\u201d{when}"

@@ -15,6 +15,12 @@ What it understands (the last user message; case-insensitive prefixes):
     search: <words>              conversation_search: look for <words> in earlier conversations
     anything else                a short reply showing what the memory block holds
 
+A Tidy up request (`agentmemory.tidy`: its system message starts with
+`TIDY_MARKER`) gets the tidied document at once: entries that repeat
+another (the same words, whatever their case, order or punctuation, or all
+the words of a longer entry) merge into the longer one, citing both; every
+other entry stays as it is, citing itself.
+
 After a tool result it streams a confirmation that reflects that result
 (success with usage, or a plain sentence for the tool's refusal, never the
 tool's model-facing error; for a search, the best result
@@ -105,6 +111,11 @@ class DemoModel:
         body = json.loads(await request.aread())
         messages = body.get("messages") or []
         model = str(body.get("model") or "")
+        if _is_tidy(_system_text(messages)):
+            cap = body.get("max_tokens") or body.get("max_completion_tokens")
+            self.calls.append(DemoCall(model=model, round=0, tools_offered=bool(body.get("tools")),
+                                       memory_block=False, status=200, max_tokens=cap if isinstance(cap, int) else None))
+            return self._stream_at_once(model, tidy_answer(_last_user_text(messages)))
         tool_names = {tool.get("function", {}).get("name") for tool in body.get("tools") or []}
         seen = parse_memory_block(_system_text(messages))
         user_text = _last_user_text(messages)
@@ -168,6 +179,15 @@ class DemoModel:
                     delta["role"] = "assistant"
                 yield _sse(_chunk(model, delta))
             yield _sse(_chunk(model, {}, finish_reason=finish))
+            yield b"data: [DONE]\n\n"
+
+        return _stream_response(events())
+
+    def _stream_at_once(self, model: str, text: str) -> httpx2.Response:
+        # A tidy's answer is a document, not a chat reply: one chunk, no pauses.
+        async def events() -> AsyncIterator[bytes]:
+            yield _sse(_chunk(model, {"role": "assistant", "content": text}))
+            yield _sse(_chunk(model, {}, finish_reason="stop"))
             yield b"data: [DONE]\n\n"
 
         return _stream_response(events())
@@ -308,6 +328,51 @@ def _last_call_name(messages: list) -> str:
 
 def _strip_markers(text: str) -> str:
     return text.replace(FAIL_FIRST_MARKER, "").replace(FAIL_MARKER, "").strip()
+
+
+# --- Tidy up -----------------------------------------------------------------------
+
+
+def _is_tidy(system: str) -> bool:
+    from agentmemory.tidy import TIDY_MARKER  # agentmemory's models load with it: not at import time
+
+    return system.startswith(TIDY_MARKER)
+
+
+def tidy_answer(request_text: str) -> str:
+    """Return the tidied document for a Tidy up request: repeated entries merged, the rest kept, sources cited."""
+    try:  # a line of context, then the entries as a JSON list of {"number", "text"}
+        data = json.loads(request_text.split("\n", 1)[1])
+    except (IndexError, ValueError):
+        data = []
+    entries = [(item["number"], str(item.get("text") or "")) for item in (data if isinstance(data, list) else [])
+               if isinstance(item, dict) and isinstance(item.get("number"), int)]
+    groups: list[list[tuple[int, str]]] = []
+    for number, text in entries:
+        words = _words(text)
+        for group in groups:
+            if _repeats(words, _words(group[0][1])):
+                group.append((number, text))
+                break
+        else:
+            groups.append([(number, text)])
+    lines = []
+    for group in groups:
+        text = max((text for _, text in group), key=lambda t: (len(_words(t)), len(t)))
+        lines.append(f"{' '.join(text.split())} [{','.join(str(number) for number, _ in group)}]")
+    return "\n".join(lines)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", text.casefold()))
+
+
+def _repeats(one: frozenset[str], other: frozenset[str]) -> bool:
+    """The same words, or all the words (three or more) of one inside the other."""
+    if one == other:
+        return bool(one)
+    smaller, larger = (one, other) if len(one) < len(other) else (other, one)
+    return len(smaller) >= 3 and smaller <= larger
 
 
 # --- what it says ----------------------------------------------------------------

@@ -37,7 +37,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
 
-from agentmemory.api import MemoryWriteThrottle
+from agentmemory.api import MemoryWriteThrottle, TidyThrottle
 from tests.chat_helpers import fresh_agents  # noqa: F401  (fresh agents, empty channel layer)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,6 +71,7 @@ EXPECTED_OPERATIONS = {
     "GET /api/memory/changes/{id}/",
     "POST /api/memory/changes/{id}/undo/",
     "POST /api/memory/changes/{id}/restore/",
+    "POST /api/memory/tidy/",
 }
 
 
@@ -143,6 +144,7 @@ def test_every_api_response_matches_the_schema_and_none_is_a_5xx(token, settings
     settings.EVAL_SERVICE_TOKEN = EVAL_TOKEN
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "100000/min"})
     monkeypatch.setattr(MemoryWriteThrottle, "THROTTLE_RATES", {"memory_writes": "100000/min"})
+    monkeypatch.setattr(TidyThrottle, "THROTTLE_RATES", {"memory_tidy": "100000/min"})
     cache.clear()
 
     report = RunReport()
@@ -166,6 +168,7 @@ def test_every_api_response_matches_the_schema_and_none_is_a_5xx(token, settings
         (MemoryWriteThrottle, {"memory_writes": "1/min"}, "post", "/api/memory/operations/",
          {"operations": [{"target": "memory", "action": "add", "content": "Throttle probe"}]}),
         (MemoryWriteThrottle, {"memory_writes": "1/min"}, "delete", "/api/memory/", None),
+        (TidyThrottle, {"memory_tidy": "1/min"}, "post", "/api/memory/tidy/", {"target": "memory"}),
     ],
 )
 def test_a_throttled_response_is_a_documented_429(token, monkeypatch, throttle, rates, method, path, body):

@@ -19,15 +19,18 @@ that committed nothing and may pass on a retry (the database) frees the key.
 
 The package: `base` (the view base class, its error shape, the write
 throttle), `memory` (the documents, operations, export, erase, settings),
-`proposals` and `changes`. `agentmemory/urls.py` routes to the names here.
+`proposals`, `changes` and `tidy` (Tidy up: one model request, one proposal).
+`agentmemory/urls.py` routes to the names here.
 """
 from .base import MemoryAPIView, MemoryWriteThrottle, error_response
 from .changes import ChangeAPIView, ChangeDetailView, ChangeListView, ChangeRestoreView, ChangeUndoView
 from .memory import MemoryExportView, MemoryOperationsView, MemorySettingsView, MemoryView
 from .proposals import ProposalDetailView, ProposalListView, ProposalSaveView
+from .tidy import TidyThrottle, TidyView
 
 __all__ = [
     "ChangeAPIView", "ChangeDetailView", "ChangeListView", "ChangeRestoreView", "ChangeUndoView",
     "MemoryAPIView", "MemoryExportView", "MemoryOperationsView", "MemorySettingsView", "MemoryView",
-    "MemoryWriteThrottle", "ProposalDetailView", "ProposalListView", "ProposalSaveView", "error_response",
+    "MemoryWriteThrottle", "ProposalDetailView", "ProposalListView", "ProposalSaveView", "TidyThrottle", "TidyView",
+    "error_response",
 ]

@@ -94,6 +94,8 @@ def commit_operations(
     the actor, now, and `origin`'s `conversation_id` / `turn_id` (and `by`,
     e.g. "agent" for a proposal the person saved; `restored` for an undo or a
     restore, whose `kind` the versions record); surviving entries keep theirs.
+    `origin`'s `merges` (Tidy up: per document, each line's text and the
+    entries it came from) keeps on such a line the sources of those entries.
 
     Each changed document keeps a version in the same transaction: what it
     held before, with its provenance, and what the batch left
@@ -156,7 +158,8 @@ def commit_operations(
                 changed = changed_targets(current, updated)
                 now = sql.now()
                 source = _origin(actor, origin)
-                sources = provenance.carry(current, stored.sources, updated, source)
+                sources = provenance.carry(current, stored.sources, updated, source,
+                                           merges=(origin or {}).get("merges"))
                 _persist(cursor, sql, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 params = _event_params(

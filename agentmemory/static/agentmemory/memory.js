@@ -7,6 +7,7 @@
 //   entries in place and says so in a status line.
 // - "Save changes" and the Save / Discard of a proposal under "Waiting for
 //   you" post the same way; a proposal's outcome refreshes the list in place.
+//   So does Tidy up, whose proposal then appears in that list.
 // - When this person's memory commits anywhere (a chat turn, another tab, the
 //   API), the chat socket at /ws/chat/ sends {"type": "memory_changed", ...};
 //   the entries and History are then refreshed in place, keeping the scroll
@@ -101,7 +102,8 @@
   // --- posting the forms ----------------------------------------------------------
 
   var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch, .memory-save-mode, " +
-    ".proposal-save, .proposal-discard, .change-undo, .change-restore";
+    ".proposal-save, .proposal-discard, .change-undo, .change-restore, .memory-tidy";
+  var TIDYING = "Asking the assistant to tidy up\u2026 This can take a few seconds.";
 
   root.addEventListener("submit", function (event) {
     var form = event.target;
@@ -109,6 +111,8 @@
     event.preventDefault();
     if (form.getAttribute("aria-busy") === "true") return;
     form.setAttribute("aria-busy", "true");
+    // Tidy up is one model request: say that it runs.
+    if (form.matches(".memory-tidy")) showStatus(TIDYING);
     var body = new FormData(form);
     fetch(form.action, {
       method: "POST",
@@ -157,6 +161,10 @@
   // Where the focus goes after a change: the add box stays; after a
   // correction or a removal, the entry now in that place, else the add box.
   function focusAfter(form) {
+    if (form.matches(".memory-tidy")) {
+      // The tidy proposal appears under "Waiting for you", whose heading comes first.
+      return { id: "proposals-title" };
+    }
     if (form.matches(".proposal-save, .proposal-discard")) {
       // The section's heading while it stays (other proposals, or asking first), else the first add box.
       return { id: "proposals-title", fallback: "add-user" };
