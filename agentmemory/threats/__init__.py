@@ -16,6 +16,9 @@ precompiled, every gap between key words is bounded, and text longer than
 in the entry's length.
 
 Import from here (`from agentmemory.threats import scan_entry, is_blocked`).
+`secret_values(text)` is the other public function: the values a message
+(or a pasted file, or a tool result) presents as secrets, read with the same
+credential patterns, for a caller that keeps them out of what is stored.
 The modules:
 
 - `findings.py`: the categories, their advice, `ThreatFinding`, `MAX_SCAN_CHARS`.
@@ -23,15 +26,10 @@ The modules:
 - `folding.py`: the text as a model reads it (folded, rendered, de-obfuscated, decoded).
 - The families: `invisible.py` (characters), `hidden.py` (markup carriers),
   `phrases.py` (instructions, roles, remote control, persistence,
-  exfiltration), `credentials.py` (secrets).
+  exfiltration), `credentials.py` (secrets, and `secret_values`), with
+  `entropy.py` (unlabelled random keys, scored with detect-secrets).
 """
-from .credentials import (
-    LONG_TOKEN,
-    LONG_TOKEN_ENTROPY,
-    LONG_TOKEN_WORDINESS,
-    SHORT_TOKEN_ENTROPY,
-    SHORT_TOKEN_WORDINESS,
-)
+from .credentials import MIN_SECRET_VALUE, secret_values
 from .findings import (
     ADVICE,
     CATEGORIES,
@@ -58,19 +56,16 @@ __all__ = [
     "EXFILTRATION",
     "HIDDEN_CONTENT",
     "INVISIBLE_UNICODE",
-    "LONG_TOKEN",
-    "LONG_TOKEN_ENTROPY",
-    "LONG_TOKEN_WORDINESS",
     "MAX_SCAN_CHARS",
+    "MIN_SECRET_VALUE",
     "OVERSIZED",
     "PERSISTENCE",
     "PROMPT_INJECTION",
     "ROLE_HIJACK",
     "SECRET",
-    "SHORT_TOKEN_ENTROPY",
-    "SHORT_TOKEN_WORDINESS",
     "Threat",
     "ThreatFinding",
     "is_blocked",
     "scan_entry",
+    "secret_values",
 ]
