@@ -114,6 +114,10 @@ class MemoryPreference(models.Model):
     # "auto": a finished turn saves its change; "ask": it becomes a proposal
     # the person saves or discards. "" follows AGENTMEMORY["DEFAULT_SAVE_MODE"].
     save_mode = models.CharField(max_length=8, choices=SaveMode.choices, blank=True, default="")
+    # How many times the person erased their memory. A turn reads it with its
+    # memory and its commit checks it under the lock: a change staged before
+    # an erase is never saved after it.
+    erasures = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -61,7 +61,7 @@ def load(*, user_id, timeout: float | None = None) -> Preferences:
 
 def from_row(row: tuple | None) -> Preferences:
     """Return the settings a stored `(use_memory, save_mode)` row means (None: the defaults)."""
-    use, mode = row if row is not None else (DEFAULT_USE_MEMORY, "")
+    use, mode = row[:2] if row is not None else (DEFAULT_USE_MEMORY, "")
     return Preferences(use_memory=bool(use), save_mode=mode or default_save_mode())
 
 

@@ -128,6 +128,7 @@ def create(
     should_cancel: Callable[[], bool] | None = None,
     guard=None,
     reasons: Sequence[str] | None = None,
+    erasures: int | None = None,
     merged_from: Sequence[Sequence[str]] | None = None,
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
@@ -140,6 +141,9 @@ def create(
     record this one's outcome (`proposal_id=`) in the same transaction.
     `reasons`, one per operation, say why trusted code asked (`gate`);
     `merged_from`, one per operation, the entries a Tidy up's line came from.
+    With `erasures` (the erase count the turn read), raise
+    MemoryValidationError `erased` (nothing stored) when the person erased
+    their memory since.
     """
     cancelled = should_cancel or (lambda: False)
     started = time.monotonic()
@@ -147,7 +151,7 @@ def create(
     with transaction.atomic():
         if cancelled():
             raise CommitCancelled()
-        lock_person(user_id=user_id, agent=True)
+        lock_person(user_id=user_id, agent=True, erasures=erasures)
         if guard is not None:
             guard.check()
         proposal = MemoryProposal.objects.create(
@@ -177,6 +181,7 @@ def commit_and_propose(
     should_cancel: Callable[[], bool] | None = None,
     limits: Mapping[str, int] | None = None,
     guard=None,
+    erasures: int | None = None,
 ) -> tuple[CommitResult, int]:
     """Commit `keep` and store `ask` as one proposal, in one transaction; return (result, proposal_id).
 
@@ -195,6 +200,7 @@ def commit_and_propose(
                 result = commit_operations(
                     user_id=user_id, operations=keep, should_cancel=should_cancel, limits=limits,
                     origin={"conversation_id": conversation_id, "turn_id": turn_id}, guard=held,
+                    erasures=erasures,
                 )
                 proposal_id = create(user_id=user_id, operations=ask, conversation_id=conversation_id,
                                      turn_id=turn_id, should_cancel=should_cancel, reasons=reasons)

@@ -9,11 +9,11 @@ entries on overflow so that one batch can consolidate).
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from . import gate
 from .conf import memory_settings
+from .parsers import TOO_DEEP, ArgumentsTooDeep, load_arguments
 from .rules import (
     ADDED,
     ADDED_INSTEAD,
@@ -98,7 +98,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     before = ledger.snapshot
     raw = None
     try:
-        raw = json.loads(arguments) if isinstance(arguments, str) else arguments
+        raw = load_arguments(arguments)
         _refuse_search_arguments(raw)
         operations = parse_operations(raw, blank_is_absent=True, forgive=True)
         sources = request.sources if memory_settings().gate else None
@@ -237,6 +237,13 @@ def _result(effect: str, old: str | None, target: str, new: str | None = None) -
 
 
 def _failure(exc: Exception, current: Snapshot, sent: object = None) -> dict:
+    if isinstance(exc, (ArgumentsTooDeep, RecursionError)):
+        return {
+            "success": False,
+            "status": "rejected",
+            "code": "arguments_too_deep",
+            "error": f"{TOO_DEEP} Nothing was staged; send {{\"operations\": [...]}} with one level of objects.",
+        }
     if not isinstance(exc, MemoryValidationError):
         return {
             "success": False,

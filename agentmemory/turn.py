@@ -123,6 +123,7 @@ CODE_MESSAGES = {
         "Memory saved, except a suggestion shown under the answer that may not last or that you did not ask "
         "to change: choose Save to keep it too, or Discard."
     ),
+    "erased": "Your memory was erased while this reply was being written, so nothing from it was saved.",
     "over_capacity": (
         "The answer stands, but the memory change was not saved: your memory is full. "
         "Review what it keeps on your memory page."
@@ -196,6 +197,7 @@ class MemoryTurn:
         # What the turn's messages said, for trusted judgement of what the model stages (`heard`).
         self.sources: gate.TurnSources | None = None
         self.snapshot: Snapshot | None = None
+        self.erasures: int | None = None  # the person's erase count, read with the memory
         self.committed: store.CommitResult | None = None
         self._ledger: MemoryLedger | None = None
         self._outcome: MemoryOutcome | None = None
@@ -212,6 +214,8 @@ class MemoryTurn:
             # One bounded read of the person's switch and their memory (one round trip on PostgreSQL).
             row, snapshot = store.load_for_turn(user_id=self.user_id, timeout=memory_settings().read_timeout)
             settings = preferences.from_row(row)
+            # An erase after this read ends what the turn stages (its commit compares the count under the lock).
+            self.erasures = int(row[2] or 0) if row is not None else 0
             if not settings.use_memory:
                 self.enabled, self.off_code = False, "memory_off"
                 return None
@@ -348,7 +352,7 @@ class MemoryTurn:
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
                                    origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id},
-                                   guard=guard)
+                                   guard=guard, erasures=self.erasures)
         )
         return await self._decided(worker, event, len(operations),
                                    lambda result: self._committed(result, len(operations)))
@@ -361,7 +365,7 @@ class MemoryTurn:
         worker = asyncio.ensure_future(in_worker(
             proposals.create, user_id=self.user_id, operations=operations,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set, guard=guard,
-            reasons=reasons,
+            reasons=reasons, erasures=self.erasures,
         ))
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
@@ -384,7 +388,7 @@ class MemoryTurn:
         worker = asyncio.ensure_future(in_worker(
             proposals.commit_and_propose, user_id=self.user_id, keep=keep, ask=ask, reasons=reasons,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
-            limits=self.limits, guard=guard,
+            limits=self.limits, guard=guard, erasures=self.erasures,
         ))
 
         async def done(both) -> MemoryOutcome:

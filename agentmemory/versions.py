@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -37,7 +38,7 @@ from .conf import memory_settings
 from .diff import EntryChange, entry_changes, operations_towards
 from .models import Actor, ChangeKind, MemoryEvent, MemoryVersion
 from .rules import TARGETS, MemoryValidationError, parse_document
-from .store import CommitResult, commit_operations, load_snapshot
+from .store import CommitResult, commit_operations, load_snapshot, lock_person
 
 PRUNE_BATCH = 1000
 # A restore may rewrite a whole document: every entry removed and added back.
@@ -100,22 +101,31 @@ def undo(*, user_id, change_id) -> CommitResult:
 
     The entries the change wrote must still be there as it wrote them
     (pinned); entries it removed come back at the end of their document.
+    The change is read under the person's lock, in the commit's
+    transaction: after an erase there is no change to undo (ChangeGone).
     """
-    found = change(user_id=user_id, change_id=change_id)
-    operations = [op for document in found.documents
-                  for op in operations_towards(document.target, document.after, document.before)]
-    return _commit(user_id, operations, ChangeKind.UNDO, nothing="nothing_to_undo")
+    def derive():
+        found = change(user_id=user_id, change_id=change_id)
+        return [op for document in found.documents
+                for op in operations_towards(document.target, document.after, document.before)]
+
+    result = _locked_commit(user_id, derive, ChangeKind.UNDO, nothing="nothing_to_undo")
+    if not result.changed:  # e.g. a removed entry that is already back: nothing to undo (409, as documented)
+        raise MemoryValidationError("Memory already holds what this would bring back.", code="nothing_to_undo")
+    return result
 
 
 def restore(*, user_id, change_id) -> CommitResult:
     """Bring back the documents this change touched as it left them, in order; raise ChangeGone or
     MemoryValidationError (a `conflict` when the memory changed between the read and the commit)."""
-    found = change(user_id=user_id, change_id=change_id)
-    current = load_snapshot(user_id=user_id)
-    operations = [op for document in found.documents
-                  for op in operations_towards(document.target, current.entries(document.target), document.after,
-                                               exact_order=True)]
-    return _commit(user_id, operations, ChangeKind.RESTORE, nothing="already_restored")
+    def derive():
+        found = change(user_id=user_id, change_id=change_id)
+        current = load_snapshot(user_id=user_id)
+        return [op for document in found.documents
+                for op in operations_towards(document.target, current.entries(document.target), document.after,
+                                             exact_order=True)]
+
+    return _locked_commit(user_id, derive, ChangeKind.RESTORE, nothing="already_restored")
 
 
 def prune(*, now: datetime | None = None) -> int:
@@ -143,6 +153,27 @@ def _delete_in_batches(queryset) -> int:
         if not ids:
             return total
         total += MemoryVersion.objects.filter(pk__in=ids).delete()[0]
+
+
+def _locked_commit(user_id, derive, kind: str, *, nothing: str) -> CommitResult:
+    """Read the change and commit what `derive()` makes of it in one transaction, under the person's lock.
+
+    An erase takes the same lock, so it either came first (the change is
+    gone: ChangeGone) or waits for this commit and erases its result too:
+    never erased content brought back. A refusal keeps its audit event
+    (the commit's savepoint rolls back, the event stays) and is raised after.
+    """
+    refused: MemoryValidationError | None = None
+    with transaction.atomic():
+        lock_person(user_id=user_id)
+        operations = derive()
+        try:
+            result = _commit(user_id, operations, kind, nothing=nothing)
+        except MemoryValidationError as exc:
+            refused = exc
+    if refused is not None:
+        raise refused
+    return result
 
 
 def _commit(user_id, operations, kind: str, *, nothing: str) -> CommitResult:

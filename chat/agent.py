@@ -18,6 +18,7 @@ import httpx2
 import openai
 
 from agentmemory.scope import current_memory_request
+from agentmemory.parsers import load_arguments
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM
@@ -358,7 +359,7 @@ def _incomplete(finish_reason: str | None) -> ModelError:
 
 def _canonical(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), sort_keys=True)
+        return json.dumps(load_arguments(arguments), sort_keys=True)
     except (ValueError, RecursionError):
         return arguments
 
@@ -392,7 +393,7 @@ def _assemble(fragments: dict[int, dict], fragment, position: int = 0) -> None:
 
 def _operation_count(arguments: str) -> int:
     try:
-        operations = json.loads(arguments).get("operations")
-    except (ValueError, AttributeError):
+        operations = load_arguments(arguments).get("operations")
+    except (ValueError, AttributeError, RecursionError):
         return 0
     return len(operations) if isinstance(operations, list) else 0

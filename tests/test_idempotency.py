@@ -459,15 +459,21 @@ def test_a_replay_reads_the_reply_from_the_conversation(user, scripted_model):
 # --- erased with the person -------------------------------------------------------------------
 
 
-def test_erasing_memory_removes_the_persons_records_only(user, other_user):
-    for person in (user, other_user):
-        idempotency.claim(user_id=person.pk, key="k", fingerprint="f", lease_seconds=60)
-    client = token_client(user)
+def test_an_erase_keeps_the_content_free_records_so_a_retry_answers_the_first_and_commits_nothing(user, scripted_model):
+    scripted_model.push(tool_call({"operations": [{"target": "memory", "action": "add", "content": FACT}]}),
+                        text("Noted."))
+    client, key = token_client(user), new_key()
+    first = post_turn(client, f"remember: {FACT}", key)
+    assert first.status_code == 200 and first.json()["memory"]["status"] == "committed"
 
     assert client.delete("/api/memory/").status_code == 200
+    retried = post_turn(client, f"remember: {FACT}", key)
 
-    assert not IdempotencyKey.objects.filter(user=user).exists()
-    assert IdempotencyKey.objects.filter(user=other_user).count() == 1
+    assert retried.status_code == 200 and retried.headers[idempotency.REPLAYED_HEADER] == "true"
+    assert retried.json()["memory"] == first.json()["memory"]
+    assert len(scripted_model.requests) == 2  # the model ran for the first request only
+    assert store.load_snapshot(user_id=user.pk).memory == ()  # the erased fact did not come back
+    assert IdempotencyKey.objects.filter(user=user).count() == 1
 
 
 def test_deleting_a_conversation_removes_the_records_of_its_turns(user, scripted_model):

@@ -33,6 +33,7 @@ from ..conf import memory_settings
 from ..rules import MAX_OPERATIONS, TARGETS, Applied, MemoryValidationError, Operation, Snapshot, model_view, usage
 from ..scope import MemoryLedger, MemoryRequest, get_memory_request, stage_batch
 from ..telemetry import memory_span
+from ..threats import MAX_SCAN_CHARS, is_blocked
 
 TOOL_NAME = "memory"
 TOOL_TYPE = "memory_20250818"
@@ -152,11 +153,13 @@ def _edited(name: str, command: Mapping, lines: list[str], path: str) -> list[st
         if not isinstance(text, str):
             raise _Refusal("create needs file_text: the whole new content of the file, one entry per line.",
                            "invalid_text")
+        _refuse_oversized(text)
         return text.split("\n")
     if name == "insert":
         text, line = command.get("insert_text"), command.get("insert_line")
         if not isinstance(text, str) or not isinstance(line, int) or isinstance(line, bool):
             raise _Refusal("insert needs insert_line (a number) and insert_text.", "invalid_insert")
+        _refuse_oversized(text)
         if not 0 <= line <= len(lines):
             raise _Refusal(f"Invalid `insert_line` parameter: {line}. It should be within the range "
                            f"[0, {len(lines)}].", "invalid_insert")
@@ -175,6 +178,13 @@ def _edited(name: str, command: Mapping, lines: list[str], path: str) -> list[st
         raise _Refusal("No replacement was performed. Multiple occurrences of old_str in lines: "
                        f"{', '.join(map(str, at))}. Please ensure it is unique.", "ambiguous_match")
     return text.replace(old, new, 1).split("\n")
+
+
+def _refuse_oversized(text: str) -> None:
+    """Refuse text no memory file could hold before reading it line by line (bounded work)."""
+    if len(text) > MAX_SCAN_CHARS:
+        raise _Refusal(f"This text is {len(text):,} characters; a memory file holds at most a few thousand. "
+                       "Send only the entries to keep, one per line.", "too_large")
 
 
 def _positions(text: str, part: str) -> list[int]:
@@ -206,18 +216,24 @@ def _parsed(lines: list[str]) -> list[str]:
 def _operations(target: str, entries: tuple[str, ...], shown: list[str], new_lines: list[str]) -> list[Operation]:
     """Pinned operations that turn `entries` into the file's new lines.
 
-    A line that reads like an entry's current line keeps that entry (a
-    blocked entry keeps its marker's place); lines that went are paired, in
-    order, with lines that came as replaces; the rest are removes and adds.
+    A line that reads like an entry's current line keeps that entry; lines
+    that went are paired, in order, with lines that came as replaces; the
+    rest are removes and adds. A blocked entry (shown as its marker) is
+    changed only by the person: it stays whatever the file says, and its
+    marker line never stands for a new entry. Linear in the lines.
     """
-    stored_as = dict(zip(shown, entries))
-    wanted = [stored_as.get(line, line) for line in _parsed(new_lines)]
+    blocked = {entry for entry in entries if is_blocked(entry)}
+    markers = {line for line, entry in zip(shown, entries) if entry in blocked}
+    stored_as = {line: entry for line, entry in zip(shown, entries) if entry not in blocked}
+    wanted = [stored_as.get(line, line) for line in _parsed(new_lines) if line not in markers]
     kept = set(wanted)
-    gone = [entry for entry in entries if entry not in kept]
+    gone = [entry for entry in entries if entry not in kept and entry not in blocked]
     current = set(entries)
     came: list[str] = []
+    seen: set[str] = set()
     for line in wanted:
-        if line not in current and line not in came:
+        if line not in current and line not in seen:
+            seen.add(line)
             came.append(line)
     operations = [Operation(target=target, action="replace", match=old, content=new, entry=None)
                   for old, new in zip(gone, came)]

@@ -87,6 +87,7 @@ def commit_operations(
     origin: Mapping | None = None,
     max_operations: int | None = None,
     guard=None,
+    erasures: int | None = None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
 
@@ -112,6 +113,9 @@ def commit_operations(
     With `guard` (an `idempotency.CommitGuard`), raise
     idempotency.AlreadyCommitted (nothing written) when a commit under its
     key already stands; otherwise its outcome is recorded with the commit.
+    With `erasures` (the person's erase count a turn read with its memory),
+    raise MemoryValidationError `erased` (nothing written) when the person
+    erased their memory since: read in the lock query itself, so no race wins.
     """
     config = memory_settings()
     limits = limits or config.limits
@@ -143,7 +147,8 @@ def commit_operations(
                 # Only the agent's commit needs a live account with memory switched
                 # on; the person, staff, the system and the readiness probe may still
                 # write for a deactivated account or one with memory off.
-                owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout)
+                owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout,
+                                    erasures=erasures)
                 if guard is not None:
                     guard.check()
                 cursor.execute(sql.select_rows, [owner])
@@ -302,6 +307,7 @@ async def commit_in_worker(
     limits: Mapping[str, int] | None = None,
     origin: Mapping | None = None,
     guard=None,
+    erasures: int | None = None,
 ) -> CommitResult:
     """Run `commit_operations` in a worker thread that a cancel can still stop.
 
@@ -319,6 +325,7 @@ async def commit_in_worker(
             limits=limits,
             origin=origin,
             guard=guard,
+            erasures=erasures,
         )
     )
     try:

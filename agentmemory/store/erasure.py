@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db.models import F
 
 from .. import provenance
 from ..models import (
@@ -85,14 +86,19 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
                 "memory_type", "content"):
             entries[memory_type] = len(parse_document(content))
         MemoryDocument.objects.filter(user_id=user_id).delete()
-        # Idempotency records name what the person's requests did; an erase forgets them too.
-        IdempotencyKey.objects.filter(user_id=user_id).delete()
+        # Idempotency records stay: they hold no content (a key's digest, a fingerprint, a
+        # content-free outcome), and a retry after the erase must answer what the first
+        # request answered rather than run, and commit, again.
         removed = {
             "profile_entries": entries["user"],
             "notes_entries": entries["memory"],
             "versions": MemoryVersion.objects.filter(user_id=user_id).delete()[0],
             "proposals": MemoryProposal.objects.filter(user_id=user_id).delete()[0],
         }
+        # Nothing a running turn staged before this erase may be saved after it: its commit
+        # compares the count it read with this one, under the same lock.
+        if not MemoryPreference.objects.filter(user_id=user_id).update(erasures=F("erasures") + 1):
+            MemoryPreference.objects.create(user_id=user_id, erasures=1)
         if also is not None:
             removed.update({str(kind): int(count) for kind, count in also(user_id).items()})
         event = MemoryEvent.objects.create(

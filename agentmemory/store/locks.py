@@ -27,6 +27,7 @@ from contextlib import contextmanager, nullcontext
 from django.db import connection, transaction
 
 from ..conf import memory_settings
+from ..rules import MemoryValidationError
 from .errors import InactiveUser, MemoryTurnedOff, UnknownUser
 from .statements import _Statements, _statements
 
@@ -71,14 +72,20 @@ def _lock_wait(db, seconds: float):
     return bounded_wait(seconds) if db.vendor == "sqlite" else nullcontext()
 
 
-def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_timeout: float | None = None):
+ERASED_MESSAGE = "The person erased their memory while this turn ran; nothing staged before the erase is saved."
+
+
+def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_timeout: float | None = None,
+                erasures: int | None = None):
     """Lock the owner's row in the user table (the per-person write lock).
 
     Return the id as the database stores it; raise UnknownUser if no account
     has it. For the agent's commit (`agent`), raise InactiveUser if the
     account is deactivated and MemoryTurnedOff if the person switched memory off.
     With `lock_timeout` (seconds) the wait for the lock is bounded (PostgreSQL;
-    SQLite's wait is bounded before the transaction begins).
+    SQLite's wait is bounded before the transaction begins). With `erasures`
+    (the erase count a turn read), raise MemoryValidationError `erased` when
+    the person erased their memory since.
     """
     owner = sql.owner(user_id)
     if lock_timeout is not None and sql.bounded_with_timeout:
@@ -92,10 +99,12 @@ def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_
         raise InactiveUser("The account is deactivated; its memory takes no new changes.")
     if agent and row[1] is not None and not row[1]:
         raise MemoryTurnedOff("The person turned memory off; the assistant's changes are not saved.")
+    if erasures is not None and (row[2] or 0) != erasures:
+        raise MemoryValidationError(ERASED_MESSAGE, code="erased")
     return owner
 
 
-def lock_person(*, user_id, agent: bool = False):
+def lock_person(*, user_id, agent: bool = False, erasures: int | None = None):
     """Take the person's write lock inside the caller's transaction; return the stored id.
 
     For writers beside the memory rows (the memory switch, proposals) that
@@ -106,4 +115,4 @@ def lock_person(*, user_id, agent: bool = False):
         raise RuntimeError("lock_person must run inside transaction.atomic()")
     with connection.cursor() as cursor:
         return _lock_owner(cursor, _statements(), user_id, agent=agent,
-                           lock_timeout=memory_settings().commit_lock_timeout)
+                           lock_timeout=memory_settings().commit_lock_timeout, erasures=erasures)

@@ -62,7 +62,7 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
 def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, Snapshot | None]:
     """Return the person's settings row and, unless their switch is off, their memory's snapshot.
 
-    The row is `(use_memory, save_mode)`, or None when they never changed a
+    The row is `(use_memory, save_mode, erasures)`, or None when they never changed a
     setting (the defaults). The snapshot is None when the switch is off: it is
     not even read. Only what a turn uses is read: the entries, not their
     timestamps or sources (`load_state` reads those). With `timeout`
@@ -79,7 +79,8 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     if not sql.select_turn:
         try:
             with bounded_wait(timeout, statement=True) if timeout is not None else nullcontext():
-                row = preference_row(user_id=user_id)
+                row = MemoryPreference.objects.filter(user_id=user_id).values_list(
+                    "use_memory", "save_mode", "erasures").first()
                 if row is not None and not row[0]:
                     return row, None
                 documents = MemoryDocument.objects.filter(user_id=user_id).values_list(
@@ -100,10 +101,10 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     # Always at least one row: the settings (NULL when there is no row) beside each document.
-    row = None if found[0][0] is None else tuple(found[0][:2])
+    row = None if found[0][0] is None else tuple(found[0][:3])
     if row is not None and not row[0]:
         return row, None
-    return row, _snapshot_from_rows([each[2:] for each in found if each[2] is not None])
+    return row, _snapshot_from_rows([each[3:] for each in found if each[3] is not None])
 
 
 def preference_row(*, user_id) -> tuple | None:

@@ -156,7 +156,8 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     users, user_pk = names(user_model, user_model._meta.pk.name)
     has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
     active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
-    preferences, preference_user, use_memory, save_mode = names(MemoryPreference, "user", "use_memory", "save_mode")
+    preferences, preference_user, use_memory, save_mode, erasures = names(
+        MemoryPreference, "user", "use_memory", "save_mode", "erasures")
     table, pk, user, memory_type, content, version, created, modified, sources = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at",
         "provenance",
@@ -184,14 +185,14 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         f"{users} LEFT JOIN {preferences} ON {preferences}.{preference_user} = {users}.{user_pk} "
         f"WHERE {users}.{user_pk} = %s" + (f" {strength} OF {users}" if for_update else "")
     )
-    lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory} FROM {lock_from}"
+    lock_owner = f"SELECT {users}.{active}, {preferences}.{use_memory}, {preferences}.{erasures} FROM {lock_from}"
     bounded = vendor == "postgresql"
     binding = _server_binding_cursor() if vendor == "postgresql" else None
     # One row at least (the settings, NULL without a row), one per document
     # when the switch is on: no preference row means on, as in the lock query.
     # Only what a turn uses: the entries, not their timestamps or sources.
     turn_read = (
-        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {table}.{memory_type}, "
+        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {preferences}.{erasures}, {table}.{memory_type}, "
         f"{table}.{content}, {table}.{version} "
         f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
         f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
@@ -203,7 +204,7 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         # LockRows step waits for the row lock: the timeout, local to the
         # commit's transaction, bounds that wait.
         lock_owner_bounded=(
-            f"SELECT {users}.{active}, {preferences}.{use_memory} "
+            f"SELECT {users}.{active}, {preferences}.{use_memory}, {preferences}.{erasures} "
             f"FROM (SELECT set_config('lock_timeout', %s, true)) AS lock_wait, {lock_from}"
             if bounded else lock_owner
         ),

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from ..conf import memory_settings
+from ..parsers import load_arguments
 from ..rules import TARGETS, MemoryValidationError, document_length, summarize
 from .logs import format_exception_safely, qualified_name, safe_exception_message
 
@@ -238,9 +239,9 @@ def traced_tool(func: Callable[[Any], dict]) -> Callable[[Any], dict]:
 def _count_operations(arguments: Any) -> tuple[int | None, dict[str, int]]:
     """Return the operation count and per-target counts, reading only known targets."""
     try:
-        raw = json.loads(arguments) if isinstance(arguments, str) else arguments
+        raw = load_arguments(arguments)
         items = raw.get("operations") if isinstance(raw, Mapping) else None
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None, {}
     if not isinstance(items, list):
         return None, {}

@@ -7,7 +7,6 @@ CHAT_SEARCH_MAX_CHARS; `run_search` is one tool call with one content-free
 from __future__ import annotations
 
 
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from datetime import date, datetime
 from django.conf import settings
 from django.utils import timezone
 
+from agentmemory.parsers import load_arguments
 from agentmemory.telemetry import memory_span
 from agentmemory.workers import in_worker
 
@@ -94,7 +94,7 @@ class SearchArgumentsError(ValueError):
 def parse_arguments(raw: str | Mapping) -> SearchRequest:
     """Return the request the arguments describe, or raise SearchArgumentsError."""
     try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
+        value = load_arguments(raw)
     except (ValueError, RecursionError):
         raise SearchArgumentsError("The arguments are not valid JSON; send an object such as "
                                    '{"query": "locker code"}.') from None
