@@ -179,8 +179,52 @@
     });
   }
 
+  // --- links that say where they go -------------------------------------------------
+  //
+  // A link's text is the model's (or an injected page's) to choose:
+  // "[https://www.mybank.example/login](https://elsewhere/phish)" reads like
+  // the bank. Every link carries its destination's host (shown on hover and
+  // focus by the stylesheet); a link whose text looks like a URL, a domain or
+  // an address of another host shows the real one beside it, and so does a
+  // link whose query carries a long text (what a click would send).
+  const URLISH = /^(?:[a-z][a-z0-9+.-]*:\/\/)?(?:[^\s@/:]+@)?((?:[a-z0-9\u00a1-\uffff-]+\.)+[a-z\u00a1-\uffff]{2,})(?::\d+)?(?:[/?#]\S*)?$/i;
+  const LONG_QUERY = 80;
+
+  function bareHost(host) {
+    return String(host || "").toLowerCase().replace(/^www\./, "").replace(/\.$/, "");
+  }
+
+  function destination(href) {
+    try {
+      const url = new URL(href);
+      if (url.protocol === "mailto:") {
+        const address = decodeURIComponent(url.pathname);
+        return { host: address.split("@").pop() || address, label: address, sends: url.search };
+      }
+      return { host: url.hostname, label: url.host, sends: decodeURIComponent(url.search + url.hash) };
+    } catch (err) {
+      return null;
+    }
+  }
+
+  function decorateLink(link) {
+    const target = destination(link.getAttribute("href") || "");
+    if (!target) return;
+    link.dataset.host = target.label;
+    link.title = "Opens " + target.label;
+    const shown = URLISH.exec((link.textContent || "").trim());
+    const posing = shown && bareHost(shown[1]) !== bareHost(target.host);
+    const carries = target.sends.length > LONG_QUERY;
+    if (!posing && !carries) return;
+    link.classList.add(posing ? "link-posing" : "link-carrying");
+    const note = el("span", "link-destination",
+      posing ? " (goes to " + target.label + ")" : " (sends text to " + target.label + ")");
+    link.after(note);
+  }
+
   function decorate(fragment) {
     dropLayoutWhitespace(fragment);
+    fragment.querySelectorAll("a[href]").forEach(decorateLink);
     fragment.querySelectorAll("pre").forEach(decorateCode);
     fragment.querySelectorAll("table").forEach(function (table) {
       const scroller = el("div", "table-scroll");
