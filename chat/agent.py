@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx2
 import openai
+from django.conf import settings
 
 from agentmemory.scope import current_memory_request
 from agentmemory.parsers import load_arguments
@@ -222,7 +223,9 @@ class RequestAgent:
         finish_reason = None
         text = TextCallFilter()
         loop = RepetitionGuard()
-        looping = False
+        looping = too_long = False
+        # A server that ignores the token cap is cut off here: no reply longer than this is stored.
+        cap, written_chars = settings.CHAT_MAX_REPLY_CHARS, 0
         try:
             # Chunks arrive as the decoded JSON objects (chat.llm.LLM.stream_chat):
             # read defensively, an OpenAI-compatible server may leave fields out.
@@ -240,6 +243,10 @@ class RequestAgent:
                     content = delta.get("content")
                     if content and isinstance(content, str) and (visible := text.feed(content)):
                         await emit({"type": "delta", "text": visible})
+                        written_chars += len(visible)
+                        if written_chars > cap:
+                            too_long = True  # leaving the block closes the stream
+                            break
                         if loop.feed(visible):
                             # Leaving the block closes the stream: the server stops generating.
                             looping = True
@@ -254,6 +261,8 @@ class RequestAgent:
             raise ModelError("model_unreachable", "The assistant could not be reached. Try again in a moment.") from exc
         if looping:
             raise _incomplete("repetition")
+        if too_long:
+            raise _incomplete("length")
         tail, cleaned, written = text.finish()
         if tail:
             await emit({"type": "delta", "text": tail})

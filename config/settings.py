@@ -356,6 +356,10 @@ OPENAI_MAX_TOKENS = env.int("OPENAI_MAX_TOKENS", default=1024)
 OPENAI_MAX_TOKENS_FIELD = env.str("OPENAI_MAX_TOKENS_FIELD", default="auto")
 DEMO_MODEL_DELAY_MS = env.int("DEMO_MODEL_DELAY_MS", default=30)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=8000)
+# The longest reply a turn keeps, whatever the model server does with the
+# token cap: past it the stream is closed and the answer is cut off, as at
+# the token cap ("finish_reason": "length": incomplete, nothing saved).
+CHAT_MAX_REPLY_CHARS = env.int("CHAT_MAX_REPLY_CHARS", default=32000)
 # One deadline for a whole turn's model work: every round, the client's retries
 # and a fallback model. Past it the model's stream is closed, nothing is saved,
 # and the person's turn slot is free at once.

@@ -223,3 +223,19 @@ def test_create_never_overwrites_a_blocked_entry_nor_merges_two_of_them():
         assert not reply.is_error
         assert request.ledger.snapshot.memory[:2] == blocked  # kept whatever the file said
         assert set(request.ledger.snapshot.memory[2:]) == {"Deploys with Argo CD.", "Uses Python 3.12."}
+
+
+# --- a reply past the server-side cap --------------------------------------------------------------
+
+
+async def test_a_reply_past_the_cap_is_cut_off_as_incomplete_and_nothing_is_saved(user, scripted_model, settings):
+    from chat.turns import TurnFailed
+
+    settings.CHAT_MAX_REPLY_CHARS = 2000
+    scripted_model.push(add_call(), text("word " * 5000))  # a server that ignores max_tokens
+
+    with pytest.raises(TurnFailed) as failed:
+        await run_turn(user=user, content=f"remember: {FACT}")
+
+    assert failed.value.code == "model_incomplete" and "length limit" in failed.value.message
+    assert await snapshot_of(user) == Snapshot()
