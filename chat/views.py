@@ -23,6 +23,8 @@ def index(request):
         "memory_enabled": config.enabled,
         "use_memory": use_memory,
         "memory_usage": usage,
+        # The memory-full notice offers "Tidy up" (agentmemory.tidy) where the deployment has it.
+        "tidy_offered": bool(config.tidy_model),
         "max_message_chars": settings.CHAT_MAX_MESSAGE_CHARS,
     })
 

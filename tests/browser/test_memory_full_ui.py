@@ -48,6 +48,9 @@ def test_a_nearly_full_memory_is_flagged_from_page_load(new_context, size):
     notice = page.locator("#memory-full-notice")
     expect(notice).to_be_visible()
     expect(notice).to_contain_text("Your memory is nearly full — review what it keeps")
+    # The deployment offers Tidy up (AGENTMEMORY TIDY_MODEL): the notice offers it too.
+    expect(notice.get_by_role("link", name="let the assistant tidy it up")).to_have_attribute(
+        "href", "/memory/#document-memory")
     link = notice.get_by_role("link", name="review what it keeps")
     expect(link).to_have_attribute("href", "/memory/")
     link.click()
@@ -79,7 +82,7 @@ def test_a_turn_refused_for_capacity_shows_the_notice_in_plain_words(new_context
     reply = wait_for_reply(page)
 
     expect(page.locator("#memory-full-notice")).to_be_visible()
-    expect(page.locator("#memory-full-notice").get_by_role("link")).to_have_attribute("href", "/memory/")
+    expect(page.locator("#memory-full-notice").get_by_role("link", name="review what it keeps")).to_have_attribute("href", "/memory/")
     text = reply.inner_text()
     for internal in ("over_capacity", "Operation 1", "(rejected)", "HTTP"):
         assert internal not in text, "the reply shows an internal word"
