@@ -25,6 +25,7 @@ ROUTES = [
     ("post", "/api/memory/operations/", "token"),
     ("put", "/api/memory/settings/", "token"),
     ("post", "/api/memory/proposals/1/save/", "token"),
+    ("post", "/api/memory/tidy/", "token"),
     ("post", "/api/eval/turns/", "eval"),
     ("delete", "/api/conversations/", "token"),
     ("delete", "/api/memory/", "token"),

@@ -56,6 +56,7 @@ CALLED = {
     "agentmemory:settings", "agentmemory:save-mode",
     "agentmemory:proposal-save", "agentmemory:proposal-discard",
     "agentmemory:api-change-undo", "agentmemory:api-change-restore",  # POST: MEMORY_WRITE_RATE
+    "agentmemory:api-tidy", "agentmemory:tidy",  # MEMORY_WRITE_RATE and the tidy rate
     "agentmemory:change-undo", "agentmemory:change-restore",
     "ws:ws/chat/",                # the socket: open-socket registry, turn rate and slots
 }
@@ -181,6 +182,10 @@ def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
     assert store.load_snapshot(user_id=user.pk).memory == tuple(FACTS[:2])
     assert outcome(page.post(f"/memory/changes/{change}/restore/", {}, **JSON)) == (200,)
     assert store.load_snapshot(user_id=user.pk).memory == (*FACTS[:2], "Plays the cello")
+
+    # Tidy up, from the API and the page: served uncounted (the offline demo model finds nothing to merge).
+    assert outcome(api.post("/api/memory/tidy/", {"target": "memory"}, format="json")) == (409, "nothing_to_tidy")
+    assert outcome(page.post("/memory/tidy/", {"target": "memory"}, **JSON))[0] == 409
 
     # Erasing, from the page and the API.
     response = page.post("/memory/erase/")
