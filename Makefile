@@ -84,3 +84,18 @@ eval: install-dev
 
 clean:
 	rm -rf $(VENV) db.sqlite3 test-db*.sqlite3 .pytest_cache .hypothesis artifacts staticfiles dist build .cache/packaging .test-logs
+
+# The production shape on this machine (docs/scaling.md, "What was run"):
+# Patroni (PostgreSQL leader + synchronous standby, etcd), PgBouncer behind
+# haproxy's leader port, Redis master + replica + three Sentinels, three daphne
+# workers behind haproxy on http://127.0.0.1:8100/, all under .cache/cluster/.
+# ARGS=--status (who leads, which Redis is master) | ARGS=--stop. Needs root
+# (apt-get for what is missing; PostgreSQL, Patroni, etcd run as postgres).
+.PHONY: cluster drills
+cluster: install
+	@bash scripts/cluster.sh $(ARGS)
+
+# Fault drills against the running `make cluster` (bench/drills.py): the
+# leader-kill drill by default; ARGS="--people 20 --help".
+drills: install
+	$(PY) bench/drills.py $(ARGS)
