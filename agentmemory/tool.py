@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from . import gate
 from .conf import memory_settings
-from .parsers import TOO_DEEP, ArgumentsTooDeep, load_arguments
+from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
 from .rules import (
     ADDED,
     ADDED_INSTEAD,

@@ -20,7 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from ..conf import memory_settings
-from ..parsers import load_arguments
+from ..arguments import load_arguments
 from ..rules import TARGETS, MemoryValidationError, document_length, summarize
 from .logs import format_exception_safely, qualified_name, safe_exception_message
 

@@ -16,7 +16,7 @@ from datetime import date, datetime
 from django.conf import settings
 from django.utils import timezone
 
-from agentmemory.parsers import load_arguments
+from agentmemory.arguments import load_arguments
 from agentmemory.telemetry import memory_span
 from agentmemory.workers import in_worker
 
