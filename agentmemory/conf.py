@@ -29,6 +29,10 @@ DEFAULTS = {
     # How long a commit may wait for the person's lock (another writer, an
     # account deletion, a migration) before the write fails; the answer stands.
     "COMMIT_LOCK_TIMEOUT_SECONDS": 3.0,
+    # When the connection fails at a commit's COMMIT, how long to keep trying
+    # to ask the database whether the change is stored (`store.confirm`)
+    # before telling the person it could not be confirmed.
+    "COMMIT_CONFIRM_SECONDS": 10.0,
     # The reviewed memory policy the prompt uses (agentmemory/policy/memory_policy_<v>.md).
     "POLICY_VERSION": POLICY_VERSION,
     # "auto" saves a finished turn's change; "ask" makes it a proposal the
@@ -72,6 +76,7 @@ class MemorySettings:
     retry_backoff_seconds: float
     read_timeout: float
     commit_lock_timeout: float
+    commit_confirm_seconds: float
     policy_version: str
     default_save_mode: str
     proposal_ttl_days: float
@@ -116,6 +121,7 @@ def _build(configured) -> MemorySettings:
         retry_backoff_seconds=float(values["RETRY_BACKOFF_SECONDS"]),
         read_timeout=float(values["READ_TIMEOUT_SECONDS"]),
         commit_lock_timeout=float(values["COMMIT_LOCK_TIMEOUT_SECONDS"]),
+        commit_confirm_seconds=float(values["COMMIT_CONFIRM_SECONDS"]),
         policy_version=str(values["POLICY_VERSION"]),
         default_save_mode=str(values["DEFAULT_SAVE_MODE"]),
         proposal_ttl_days=float(values["PROPOSAL_TTL_DAYS"]),

@@ -20,10 +20,20 @@ later (a reply that cannot be stored, a Stop, a disconnect) turns it into
 "discarded": `discard()` then returns the committed outcome unchanged.
 
 Outcome statuses (the `status` of `MemoryOutcome`): committed, proposed,
-nothing_to_commit, unavailable, disabled, discarded, rejected. `code` names
+nothing_to_commit, unavailable, disabled, discarded, rejected, unconfirmed. `code` names
 the reason (content-free); `message` is a plain sentence for the person;
 `memory_full` says the person should review their memory (a change was
 refused for capacity, or a document is at FULL_PERCENT or more).
+
+A commit whose connection failed at its COMMIT (`store.CommitOutcomeUnknown`)
+is not guessed at: the turn asks the database, within
+AGENTMEMORY COMMIT_CONFIRM_SECONDS, whether its change id is stored
+(`store.confirm`). Stored: committed, as any commit. Not stored: discarded,
+code "connection_lost". No answer in time: status unconfirmed (code
+"unconfirmed"), which says so in plain words; the memory page and History
+show the truth once the database answers, and a retry under the same
+idempotency key answers the truth too (the key's outcome is written in the
+commit's transaction, so it exists exactly when the change does).
 
 Memory is off for a turn (status disabled) when the deployment flag is off
 (no code), in a temporary chat (`temporary=True`, code "temporary"), or when
@@ -79,6 +89,7 @@ UNAVAILABLE = "unavailable"
 DISABLED = "disabled"
 DISCARDED = "discarded"
 REJECTED = "rejected"
+UNCONFIRMED = "unconfirmed"
 
 STATUS_DISABLED = "disabled"
 STATUS_AVAILABLE = "available"
@@ -96,6 +107,7 @@ OUTCOME_MESSAGES = {
         "The answer stands, but the memory change was not saved: it no longer fits your memory as "
         "it is now. Ask again to retry."
     ),
+    UNCONFIRMED: "We could not confirm whether this was saved; your memory page shows what is stored.",
 }
 CODE_MESSAGES = {
     "unchanged": "Memory already held this; nothing changed.",
@@ -108,6 +120,10 @@ CODE_MESSAGES = {
         "Look at your memory page, then ask again if it is still needed."
     ),
     "commit_failed": "The answer stands, but memory could not be saved (a database error). Try again later.",
+    "connection_lost": (
+        "The answer stands, but the connection to the database broke while saving, and nothing was saved. "
+        "Ask again to save it."
+    ),
     "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
     "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
     "account_closed": "Your account was closed or deactivated during this reply; nothing was saved.",
@@ -324,7 +340,10 @@ class MemoryTurn:
         cancelled meanwhile, the worker's transaction decides (the event is
         set) and the outcome records what it decided before CancelledError.
         With an idempotency key, a commit already made under it is not
-        repeated: its outcome is returned (and `replayed` is True).
+        repeated: its outcome is returned (and `replayed` is True). A
+        connection lost at the COMMIT is settled on what the database then
+        says (committed, or discarded "connection_lost"), or `unconfirmed`
+        when it does not answer within COMMIT_CONFIRM_SECONDS.
         """
         if self._outcome is not None:
             return self._outcome
@@ -386,7 +405,8 @@ class MemoryTurn:
                 code="partly_asked", change_id=change_id, proposal_id=proposal_id,
             ))
         worker = asyncio.ensure_future(in_worker(
-            proposals.commit_and_propose, user_id=self.user_id, keep=keep, ask=ask, reasons=reasons,
+            store.commit_watch()(proposals.commit_and_propose), user_id=self.user_id, keep=keep, ask=ask,
+            reasons=reasons,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
             limits=self.limits, guard=guard, erasures=self.erasures,
         ))
@@ -400,14 +420,26 @@ class MemoryTurn:
             self._outcome = replace(outcome, proposal_id=proposal_id, code=code)
             return self._outcome
 
-        return await self._decided(worker, event, count, done)
+        async def confirmed(result: store.CommitResult) -> MemoryOutcome:
+            # Committed with its proposal, in one transaction: find the proposal this turn made.
+            proposal_id = await in_worker(self._proposal_of_turn) if self.turn_id else None
+            return await done((result, proposal_id))
 
-    async def _decided(self, worker: asyncio.Future, event: threading.Event, count: int, done) -> MemoryOutcome:
+        return await self._decided(worker, event, count, done, confirmed)
+
+    def _proposal_of_turn(self) -> int | None:
+        return next((proposal.id for proposal in proposals.pending(user_id=self.user_id)
+                     if proposal.turn_id == self.turn_id[:64]), None)
+
+    async def _decided(self, worker: asyncio.Future, event: threading.Event, count: int, done,
+                       confirmed=None) -> MemoryOutcome:
         """Await the worker's transaction (a commit or a proposal) and settle the outcome from it.
 
         If the task is cancelled meanwhile, the event is set, the worker's
         transaction decides, the outcome records what it decided, and
-        CancelledError is re-raised. `done` turns the worker's result into the outcome.
+        CancelledError is re-raised. `done` turns the worker's result into the outcome;
+        `confirmed` (default `done`) the commit's result when its outcome was
+        unknown and the database then confirmed it.
         """
         try:
             result = await asyncio.shield(worker)
@@ -417,11 +449,15 @@ class MemoryTurn:
                 result = await worker
             except idempotency.AlreadyCommitted as first:
                 self._replay(first.outcome)
+            except store.CommitOutcomeUnknown as unknown:
+                await asyncio.shield(self._unknown(unknown, count, confirmed or done))
             except Exception as exc:
                 self._settle(self._failed(exc, count))
             else:
                 await done(result)
             raise
+        except store.CommitOutcomeUnknown as unknown:
+            return await self._unknown(unknown, count, confirmed or done)
         except idempotency.AlreadyCommitted as first:
             # A commit under this idempotency key already stands: nothing was written now.
             return self._replay(first.outcome)
@@ -434,6 +470,19 @@ class MemoryTurn:
         except Exception as exc:
             return self._settle(self._failed(exc, count))
         return await done(result)
+
+    async def _unknown(self, unknown: store.CommitOutcomeUnknown, count: int, confirmed) -> MemoryOutcome:
+        """The COMMIT's answer was lost: ask the database (bounded) and settle on what it says, or say we could not."""
+        try:
+            truth = await in_worker(unknown.confirm)
+        except Exception as exc:  # confirm answers UNKNOWN rather than raise; be sure all the same
+            logger.warning("memory commit outcome not confirmed: %s", type(exc).__name__)
+            truth = store.Confirmation.UNKNOWN
+        if truth is store.Confirmation.COMMITTED:
+            return await confirmed(unknown.result)
+        if truth is store.Confirmation.NOT_COMMITTED:
+            return self._settle(MemoryOutcome(DISCARDED, operation_count=count, code="connection_lost"))
+        return self._settle(MemoryOutcome(UNCONFIRMED, operation_count=count, code="unconfirmed"))
 
     async def discard(self, *, reason: str) -> MemoryOutcome:
         """End a turn that did not complete: drop what was staged; return the outcome.

@@ -37,11 +37,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, tidy, versions, words
+from . import preferences, proposals, services, store, tidy, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
 from .conf import memory_settings
 from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
 from .models import Actor
+from .notify import broadcast_memory_changed_sync
 from .page import UNAVAILABLE, render_page
 from .rules import TARGETS, MemoryValidationError, normalize_text
 from .selectors import memory_state, person_export, receipt_payload
@@ -260,7 +261,10 @@ def save_proposal(request: HttpRequest, pk: int) -> HttpResponse:
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429, key=key, drafts=drafts)
     try:
-        result = services.save_proposal(user_id=request.user.pk, proposal_id=pk, edits=edits)
+        result = _confirmed(request, lambda: services.save_proposal(user_id=request.user.pk, proposal_id=pk,
+                                                                     edits=edits))
+    except (store.CommitNotStored, store.CommitUnconfirmed) as exc:
+        return _not_known_saved(request, exc, key=key, drafts=drafts)
     except proposals.ProposalGone:
         return _failed(request, words.PROPOSAL_GONE, status=404)
     except MemoryValidationError as exc:
@@ -382,7 +386,9 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429, key=error_key, draft=draft)
     try:
-        result = commit()
+        result = _confirmed(request, commit)
+    except (store.CommitNotStored, store.CommitUnconfirmed) as exc:
+        return _not_known_saved(request, exc, key=error_key, draft=draft)
     except MemoryValidationError as exc:
         # exc.message is written for the model ("Operation 1: ..."); the
         # person reads the plain sentence for its code. The draft is shown
@@ -397,6 +403,38 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
         return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message})
     messages.success(request, message)
     return redirect(reverse("agentmemory:page"))
+
+
+def _confirmed(request, commit):
+    """Run `commit()`, a memory write for the signed-in person; return its result.
+
+    When the connection failed at its COMMIT, the database is asked (bounded,
+    COMMIT_CONFIRM_SECONDS): the result when the change is stored (the
+    person's open pages are told then), else store.CommitNotStored or
+    store.CommitUnconfirmed, which `_not_known_saved` answers.
+    """
+    user_id = request.user.pk
+    return store.commit_confirmed(
+        commit, announce=lambda result: broadcast_memory_changed_sync(user_id, result.snapshot, result.limits),
+    )
+
+
+def _not_known_saved(request, exc: Exception, *, key: tuple = (), draft: str | None = None,
+                     drafts: dict | None = None) -> HttpResponse:
+    """A write whose COMMIT's answer was lost: the database confirmed nothing was saved, or could not
+    say in time. Either way the person's draft stays; the page (and History) shows what is stored."""
+    unconfirmed = isinstance(exc, store.CommitUnconfirmed)
+    logger.warning("memory page change %s after its connection failed",
+                   "unconfirmed" if unconfirmed else "confirmed not stored", extra={"user_id": request.user.pk})
+    message = words.COMMIT_UNCONFIRMED if unconfirmed else words.COMMIT_NOT_STORED
+    if wants_json(request):
+        code = "unconfirmed" if unconfirmed else "connection_lost"
+        return JsonResponse({"ok": False, "message": message, "code": code}, status=503)
+    if unconfirmed:
+        # The database did not answer: a sentence kept in the session for the next page could not be
+        # stored either. Answer here, touching nothing stored; the memory page shows the truth later.
+        return render(request, "agentmemory/not_confirmed.html", {"message": message}, status=503)
+    return _failed(request, message, status=503, key=key, draft=draft, drafts=drafts)
 
 
 def _failed(request, message: str, *, status: int, key: tuple = (), draft: str | None = None,
@@ -460,7 +498,9 @@ def _change_action(request, pk: int, action, name: str) -> HttpResponse:
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429, key=key)
     try:
-        result = action(user_id=request.user.pk, change_id=pk)
+        result = _confirmed(request, lambda: action(user_id=request.user.pk, change_id=pk))
+    except (store.CommitNotStored, store.CommitUnconfirmed) as exc:
+        return _not_known_saved(request, exc, key=key)
     except versions.ChangeGone:
         return _failed(request, words.CHANGE_GONE, status=404)
     except MemoryValidationError as exc:

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 
 from . import threats
-from .turn import CODE_MESSAGES, DISCARDED, OUTCOME_MESSAGES
+from .turn import CODE_MESSAGES, DISCARDED, OUTCOME_MESSAGES, UNCONFIRMED
 
 # The two documents as the person knows them (the page's headings are the
 # prompt's titles; the chat's usage line says "Profile" and "Notes").
@@ -226,6 +226,11 @@ CHANGE_GONE = ("This change is no longer kept (older changes are deleted after a
 UNDONE = "Undone: your memory is as it was before that change."
 RESTORED = "Restored: your memory is as that change left it."
 NOTHING_CHANGED = "Your memory already held this, so nothing changed."
+# A change whose COMMIT's answer was lost (`store.CommitOutcomeUnknown`), once the database was asked:
+# it confirmed the change absent, or did not answer in time (the chat turn says the same, `turn`).
+COMMIT_NOT_STORED = ("The connection to the database broke while saving, and the database has since confirmed "
+                     "that nothing was saved. Try again.")
+COMMIT_UNCONFIRMED = OUTCOME_MESSAGES[UNCONFIRMED]
 _CHANGE_AUTHORS = {"agent": "The assistant, in a chat", "user": "You", "staff": "Support staff",
                    "system": "The system"}
 

@@ -20,6 +20,7 @@ from ..serializers import (
     ChangeSerializer,
     UndoResponseSerializer,
 )
+from .memory import commit_confirmed, unknown_outcome_response
 from .base import (
     ACCOUNT_GONE_RESPONSE,
     NOT_SIGNED_IN_RESPONSE,
@@ -42,6 +43,10 @@ CHANGE_CONFLICT = OpenApiResponse(MemoryErrorSerializer, description=(
     "was applied; nothing was changed. nothing_to_undo / already_restored: memory already holds it."))
 
 
+UNCONFIRMED_NOTE = (" If the connection to the database fails while it commits, the database is asked (for up to "
+                    "AGENTMEMORY_COMMIT_CONFIRM_SECONDS) whether it is stored: not stored is 503 connection_lost, "
+                    "no answer in time 503 unconfirmed (your history shows the truth once the database answers).")
+
 UNDO_RESPONSES = {200: UndoResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
                   404: CHANGE_GONE, 409: CHANGE_CONFLICT, 410: ACCOUNT_GONE_RESPONSE, 429: THROTTLED_RESPONSE,
                   503: UNAVAILABLE_RESPONSE}
@@ -54,6 +59,9 @@ class ChangeAPIView(MemoryAPIView):
     action = "undo"
 
     def handle_exception(self, exc):
+        answer = unknown_outcome_response(exc)
+        if answer is not None:
+            return answer
         if isinstance(exc, versions.ChangeGone):
             return error_response("change_not_found", words.CHANGE_GONE, status_code=status.HTTP_404_NOT_FOUND)
         if isinstance(exc, MemoryValidationError):
@@ -105,12 +113,12 @@ class ChangeUndoView(ChangeAPIView):
         description="Commits the change's inverse, all or nothing: what it added is removed, what it changed "
                     "goes back, what it removed comes back (at the end of its document). If an entry it wrote "
                     "has changed since, nothing is changed (409 conflict). Capacity and the content rules hold "
-                    "as for any change. The undo is itself a change, which can be undone.",
+                    "as for any change. The undo is itself a change, which can be undone." + UNCONFIRMED_NOTE,
         request=None,
         responses=UNDO_RESPONSES,
     )
     def post(self, request, pk: str):
-        return self.committed(request, services.undo_change(user_id=request.user.pk, change_id=pk))
+        return self.committed(request, commit_confirmed(request, services.undo_change, change_id=pk))
 
 
 class ChangeRestoreView(ChangeAPIView):
@@ -124,9 +132,9 @@ class ChangeRestoreView(ChangeAPIView):
         description="Brings each document this change touched back to the entries it held right after the "
                     "change, in their order, all or nothing. Changes made since to those documents are undone "
                     "by it; if your memory changes while it is applied, nothing is changed (409 conflict). The "
-                    "restore is itself a change, which can be undone.",
+                    "restore is itself a change, which can be undone." + UNCONFIRMED_NOTE,
         request=None,
         responses=UNDO_RESPONSES,
     )
     def post(self, request, pk: str):
-        return self.committed(request, services.restore_change(user_id=request.user.pk, change_id=pk))
+        return self.committed(request, commit_confirmed(request, services.restore_change, change_id=pk))

@@ -1,14 +1,18 @@
 """The caller's memory: read it, change it by operations, export it, erase it, its settings."""
 from __future__ import annotations
 
+import logging
+
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import status
 from rest_framework.response import Response
 
-from .. import idempotency, preferences, services
+from .. import idempotency, preferences, services, store, words
 from ..conf import memory_settings
 from ..models import Actor
+from ..notify import broadcast_memory_changed_sync
 from ..rules import MemoryValidationError, parse_operations
 from ..selectors import (
     memory_state,
@@ -40,6 +44,8 @@ from .base import (
     error_response,
 )
 
+
+logger = logging.getLogger(__name__)
 
 # --- examples for the schema -------------------------------------------------
 
@@ -129,6 +135,42 @@ EXPORT_EXAMPLE = OpenApiExample(
     response_only=True,
 )
 
+# --- a commit whose COMMIT's answer was lost ---------------------------------------------
+
+
+def commit_confirmed(request, commit, /, **kwargs):
+    """Run a memory write for the signed-in person; when the connection failed at its COMMIT,
+    ask the database (bounded) and return the result only when the change is stored
+    (`store.commit_confirmed`: else CommitNotStored or CommitUnconfirmed, answered by `unknown_outcome_response`)."""
+    user_id = request.user.pk
+    return store.commit_confirmed(
+        commit, user_id=user_id, **kwargs,
+        announce=lambda result: broadcast_memory_changed_sync(user_id, result.snapshot, result.limits),
+    )
+
+
+def unknown_outcome_response(exc) -> Response | None:
+    """The answer to a write whose COMMIT failed: confirmed not stored (503 connection_lost), or not
+    known in time (503 unconfirmed, its own code); None for any other error."""
+    if isinstance(exc, store.CommitNotStored):
+        return error_response("connection_lost", words.COMMIT_NOT_STORED,
+                              status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+    if isinstance(exc, store.CommitUnconfirmed):
+        return error_response("unconfirmed", words.COMMIT_UNCONFIRMED, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return None
+
+
+def _open_key_for_retry(claimed) -> None:
+    """After an unconfirmed commit: give the key back to a retry at once if the database answers
+    within a second (the retry then finds the commit's outcome under the key, or runs: the truth);
+    otherwise the first attempt's lease ends it, and the retry answers the truth then."""
+    try:
+        with store.bounded_wait(1.0, statement=True):
+            idempotency.release(claimed)
+    except Exception as exc:
+        logger.info("idempotency key left to its lease after an unconfirmed commit: %s", type(exc).__name__)
+
+
 # --- views -------------------------------------------------------------------
 
 
@@ -176,6 +218,9 @@ class MemoryView(MemoryAPIView):
 class MemoryOperationsView(MemoryAPIView):
     """Apply an ordered batch of operations to the caller's memory."""
 
+    def handle_exception(self, exc):
+        return unknown_outcome_response(exc) or super().handle_exception(exc)
+
     @extend_schema(
         operation_id="memory_apply_operations",
         tags=["memory"],
@@ -184,7 +229,11 @@ class MemoryOperationsView(MemoryAPIView):
                     "operations (add: content; replace: match and content; remove: match). The whole "
                     "batch commits or nothing does; capacity is checked after the batch. Unknown fields "
                     "are refused. Send an Idempotency-Key header to make a retry safe: the batch commits "
-                    "once per key.",
+                    "once per key. If the connection to the database fails while the change commits, the "
+                    "database is asked (for up to AGENTMEMORY_COMMIT_CONFIRM_SECONDS) whether it is stored: "
+                    "stored is 200; not stored is 503 connection_lost; no answer in time is 503 unconfirmed "
+                    "(it may or may not be stored: read your memory or retry with the same Idempotency-Key, "
+                    "which answers the true outcome).",
         request=OperationBatchSerializer,
         parameters=[IDEMPOTENCY_KEY_PARAMETER, REPLAYED_HEADER, RETRY_AFTER_HEADER],
         responses={200: CommitResponseSerializer, 400: MemoryErrorSerializer, 403: NOT_SIGNED_IN_RESPONSE,
@@ -196,7 +245,7 @@ class MemoryOperationsView(MemoryAPIView):
         key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
         operations = parse_operations(request.data)
         if key is None:
-            result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER)
+            result = commit_confirmed(request, services.commit_batch, operations=operations, actor=Actor.USER)
             return self._committed(request, {"outcome": result.outcome, "changed": list(result.changed)})
         claimed = idempotency.claim(
             user_id=request.user.pk, key=key, lease_seconds=OPERATIONS_LEASE_SECONDS,
@@ -210,8 +259,8 @@ class MemoryOperationsView(MemoryAPIView):
             response[idempotency.REPLAYED_HEADER] = "true"
             return response
         try:
-            result = services.commit_batch(user_id=request.user.pk, operations=operations, actor=Actor.USER,
-                                           idempotency_key=key)
+            result = commit_confirmed(request, services.commit_batch, operations=operations, actor=Actor.USER,
+                                      idempotency_key=key)
             kept = {"outcome": result.outcome, "changed": list(result.changed)}
         except idempotency.AlreadyCommitted as first:  # a crashed first attempt committed it: not again
             kept = first.outcome
@@ -219,6 +268,11 @@ class MemoryOperationsView(MemoryAPIView):
             # The rules refused the batch as memory stood: that is its result (content-free, like every error here).
             idempotency.finish(claimed, status=400, body={"code": exc.code, "position": exc.position,
                                                           "detail": exc.message})
+            raise
+        except store.CommitUnconfirmed:
+            # Stored or not, no result is kept under the key: the key's commit outcome, written in the
+            # commit's own transaction, is there exactly when the change is, and a retry answers from it.
+            _open_key_for_retry(claimed)
             raise
         except BaseException:
             idempotency.release(claimed)  # nothing was committed: a retry may run

@@ -15,6 +15,8 @@ Each module keeps one concern:
 - `events.py`: the audit event of every commit attempt.
 - `erasure.py`: an erase, a deleted conversation's links, a deleted account.
 - `errors.py`: what the store raises; which database errors are retried.
+- `outcome.py`: a commit whose COMMIT failed unanswered (`CommitOutcomeUnknown`),
+  and asking the database what became of it (`confirm`, `commit_watch`).
 """
 from .commit import CommitResult, commit_in_worker, commit_operations
 from .erasure import Erased, erase, forget_conversation, lock_owner_for_deletion
@@ -22,6 +24,7 @@ from .errors import (
     LOCK_TIMEOUT_SQLSTATES,
     RETRYABLE_SQLSTATES,
     CommitCancelled,
+    CommitOutcomeUnknown,
     InactiveUser,
     MemoryTurnedOff,
     MemoryUnavailable,
@@ -29,9 +32,11 @@ from .errors import (
     UnknownUser,
     is_lock_timeout,
     is_retryable,
+    outcome_unknown,
 )
 from .events import record_discarded
 from .locks import bounded_wait, lock_person
+from .outcome import CommitNotStored, CommitUnconfirmed, Confirmation, commit_confirmed, commit_watch, confirm
 from .reads import StoredMemory, load_for_turn, load_snapshot, load_state, preference_row
 from .statements import PREPARED_STATEMENT_SQLSTATES
 
@@ -40,7 +45,11 @@ __all__ = [
     "PREPARED_STATEMENT_SQLSTATES",
     "RETRYABLE_SQLSTATES",
     "CommitCancelled",
+    "CommitNotStored",
+    "CommitOutcomeUnknown",
     "CommitResult",
+    "CommitUnconfirmed",
+    "Confirmation",
     "Erased",
     "InactiveUser",
     "MemoryTurnedOff",
@@ -49,8 +58,11 @@ __all__ = [
     "StoredMemory",
     "UnknownUser",
     "bounded_wait",
+    "commit_confirmed",
     "commit_in_worker",
     "commit_operations",
+    "commit_watch",
+    "confirm",
     "erase",
     "forget_conversation",
     "is_lock_timeout",
@@ -60,6 +72,7 @@ __all__ = [
     "load_state",
     "lock_owner_for_deletion",
     "lock_person",
+    "outcome_unknown",
     "preference_row",
     "record_discarded",
 ]

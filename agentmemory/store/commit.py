@@ -13,6 +13,12 @@ Cancellation. `should_cancel` is called before the query, before persisting,
 and before leaving the transaction; a True raises `CommitCancelled` inside
 the transaction, so the database rolls back.
 
+Unknown outcome. When the COMMIT itself fails without the server's answer
+(the connection broke), a commit that changed memory raises
+`CommitOutcomeUnknown` with its change id, never retried; `outcome.confirm`
+asks the database what happened. Inside a caller's transaction the change is
+noted for the caller's `outcome.commit_watch`.
+
 Idempotency. A commit under an idempotency key (`guard`, an
 `idempotency.CommitGuard`) checks under the person's lock that no commit
 under that key stands, and records its outcome in the same transaction, so
@@ -47,9 +53,10 @@ from ..rules import (
 )
 from ..telemetry import traced_commit
 from ..workers import in_worker
-from .errors import CommitCancelled, is_retryable
+from .errors import CommitCancelled, CommitOutcomeUnknown, is_retryable, outcome_unknown
 from .events import _elapsed_ms, _event_params, _record_event, _record_outside
 from .locks import _lock_owner, _lock_wait
+from .outcome import note_written
 from .reads import _state_from_rows
 from .statements import (
     _SOURCES_FIELD,
@@ -123,7 +130,9 @@ def commit_operations(
     started = time.monotonic()
     summary = summarize(operations)
     db = connections[DEFAULT_DB_ALIAS]  # the connection itself, not the proxy, on the hot path
-    attempts = 1 if db.in_atomic_block else max(1, config.commit_attempts)
+    # Outermost: leaving the block below sends the COMMIT; inside a caller's transaction it releases a savepoint.
+    outermost = not db.in_atomic_block
+    attempts = max(1, config.commit_attempts) if outermost else 1
     retry_count = 0
     sql = _statements()
     agent = actor == Actor.AGENT
@@ -135,6 +144,8 @@ def commit_operations(
         )
 
     while True:
+        change_id = None
+        leaving = False
         try:
             # One transaction and one cursor: lock, reload, write, record the event.
             with (
@@ -183,6 +194,7 @@ def commit_operations(
                     guard.record(snapshot=updated, changed=changed, outcome=outcome, limits=limits, change_id=change_id)
                 if cancelled():
                     raise CommitCancelled()
+                leaving = True  # what fails from here on is the COMMIT (or the savepoint's release)
             break
         except CommitCancelled:
             _record_outside(record, Outcome.CANCELLED)
@@ -191,6 +203,13 @@ def commit_operations(
             _record_outside(record, Outcome.REJECTED, exc.code)
             raise
         except DatabaseError as exc:
+            if leaving and outermost and change_id is not None and outcome_unknown(exc):
+                # The COMMIT was sent and no answer came: stored or not, only the database can say
+                # (`outcome.confirm`). Never retried, never recorded as failed.
+                raise CommitOutcomeUnknown(
+                    change_id=change_id, user_id=user_id,
+                    result=_result(updated, changed, retry_count, started, outcome, limits, change_id),
+                ) from exc
             lost = _prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
             if retry_count + 1 < attempts and (is_retryable(exc) or lost):
                 retry_count += 1
@@ -199,6 +218,13 @@ def commit_operations(
             _record_outside(record, Outcome.FAILED, "database_error")
             raise
 
+    result = _result(updated, changed, retry_count, started, outcome, limits, change_id)
+    if not outermost and change_id is not None:
+        note_written(user_id=user_id, change_id=change_id, result=result)  # for the caller's `commit_watch`
+    return result
+
+
+def _result(updated, changed, retry_count, started, outcome, limits, change_id) -> CommitResult:
     return CommitResult(
         snapshot=updated,
         changed=changed,
@@ -334,6 +360,6 @@ async def commit_in_worker(
         event.set()
         try:
             await worker
-        except (CommitCancelled, MemoryValidationError, DatabaseError, AlreadyCommitted):
+        except (CommitCancelled, MemoryValidationError, DatabaseError, AlreadyCommitted, CommitOutcomeUnknown):
             pass
         raise

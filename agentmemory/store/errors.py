@@ -39,9 +39,32 @@ class MemoryTurnedOff(Exception):
     """The person turned memory off (their switch): an agent's commit is refused."""
 
 
+class CommitOutcomeUnknown(Exception):
+    """The connection failed at a COMMIT, after a change was written: whether it is stored is not known.
+
+    `change_id` is the change's audit event id, written in the same
+    transaction (INSERT ... RETURNING, before the COMMIT), so the database can
+    be asked afterwards (`confirm()`, `store.confirm`). `result` is what the
+    commit returns had it been confirmed. Never a DatabaseError: code that
+    knows nothing of it must not read it as "nothing was saved".
+    """
+
+    def __init__(self, *, change_id: int, user_id, result=None) -> None:
+        super().__init__("the connection failed at COMMIT; whether the change is stored is not known yet")
+        self.change_id = change_id
+        self.user_id = user_id
+        self.result = result
+
+    def confirm(self, *, wait: float | None = None):
+        """Ask the database, within `wait` seconds (COMMIT_CONFIRM_SECONDS): a `store.Confirmation`."""
+        from .outcome import confirm
+
+        return confirm(change_id=self.change_id, user_id=self.user_id, wait=wait)
+
+
 # Their public home, which telemetry.CONTENT_FREE_EXCEPTIONS names.
 for _exception in (MemoryUnavailable, SchemaVersionError, CommitCancelled, UnknownUser, InactiveUser,
-                   MemoryTurnedOff):
+                   MemoryTurnedOff, CommitOutcomeUnknown):
     _exception.__module__ = "agentmemory.store"
 del _exception
 
@@ -58,6 +81,20 @@ def _sqlite_busy(cause: BaseException) -> bool:
         code = getattr(cause, "sqlite_errorcode", None)
         return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE
     return False
+
+
+# Errors after which the server may or may not have committed: no answer at
+# all (the connection broke: no SQLSTATE), a connection exception (08), the
+# server shutting down or cancelling (57), a system or internal error (58, XX).
+# Any other SQLSTATE is the server's answer that the transaction did not commit.
+_UNANSWERED_CLASSES = frozenset({"08", "57", "58", "XX"})
+
+
+def outcome_unknown(exc: BaseException) -> bool:
+    """Return True when an error at COMMIT leaves open whether the transaction committed."""
+    cause = exc.__cause__ or exc
+    sqlstate = getattr(cause, "sqlstate", None)
+    return not sqlstate or str(sqlstate)[:2] in _UNANSWERED_CLASSES
 
 
 def is_lock_timeout(exc: BaseException) -> bool:

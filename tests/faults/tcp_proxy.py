@@ -52,8 +52,12 @@ class TcpProxy:
             with self._lock:
                 self._pairs.add(pair)
                 self.connections += 1
-            threading.Thread(target=self._pump, args=(client, upstream, pair), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
+            self._start_pumps(client, upstream, pair)
+
+    def _start_pumps(self, client: socket.socket, upstream: socket.socket, pair) -> None:
+        """Forward both ways, each in a thread (a subclass may read what passes)."""
+        threading.Thread(target=self._pump, args=(client, upstream, pair), daemon=True).start()
+        threading.Thread(target=self._pump, args=(upstream, client, pair), daemon=True).start()
 
     def _pump(self, source: socket.socket, destination: socket.socket, pair) -> None:
         try:
