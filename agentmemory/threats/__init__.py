@@ -16,6 +16,8 @@ precompiled, every gap between key words is bounded, and text longer than
 in the entry's length.
 
 Import from here (`from agentmemory.threats import scan_entry, is_blocked`).
+`scan_batch(entries, new)` reads neighbouring entries of one document
+together, for an injection split between two of them (`batch.py`).
 `secret_values(text)` is the other public function: the values a message
 (or a pasted file, or a tool result) presents as secrets, read with the same
 credential patterns, for a caller that keeps them out of what is stored.
@@ -23,12 +25,14 @@ The modules:
 
 - `findings.py`: the categories, their advice, `ThreatFinding`, `MAX_SCAN_CHARS`.
 - `scan.py`: `scan_entry` and `is_blocked`: which checks run, on which views, in which order.
+- `batch.py`: `scan_batch`: a phrase split between two neighbouring entries.
 - `folding.py`: the text as a model reads it (folded, rendered, de-obfuscated, decoded).
 - The families: `invisible.py` (characters), `hidden.py` (markup carriers),
   `phrases.py` (instructions, roles, remote control, persistence,
   exfiltration), `credentials.py` (secrets, and `secret_values`), with
   `entropy.py` (unlabelled random keys, scored with detect-secrets).
 """
+from .batch import SplitFinding, scan_batch
 from .credentials import MIN_SECRET_VALUE, secret_values
 from .findings import (
     ADVICE,
@@ -63,9 +67,11 @@ __all__ = [
     "PROMPT_INJECTION",
     "ROLE_HIJACK",
     "SECRET",
+    "SplitFinding",
     "Threat",
     "ThreatFinding",
     "is_blocked",
+    "scan_batch",
     "scan_entry",
     "secret_values",
 ]

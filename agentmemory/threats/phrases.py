@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .findings import COMMAND_AND_CONTROL, EXFILTRATION, PERSISTENCE, PROMPT_INJECTION, ROLE_HIJACK
+from .folding import Separated
 
 def _words(*alternatives: str) -> str:
     return "(?:" + "|".join(alternatives) + ")"
@@ -44,7 +45,7 @@ _IGNORE = _words(
 )
 _POINTER = _words(
     "previous", "prior", "above", "earlier", "preceding", "your", "system", "developer", "safety",
-    "original", "initial", "built-in", "ethical", "moral", "openai", "anthropic", "prime",
+    "original", "initial", r"built[- ]in", "ethical", "moral", "openai", "anthropic", "prime",
 )
 _INSTRUCTIONS = _words(
     r"instructions?", r"prompts?", r"rules?", r"directions", r"guidelines", r"guidance", r"guardrails",
@@ -193,7 +194,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|operator|hive|swarm|collective|botnet)\b"),
         (COMMAND_AND_CONTROL,
          _DIRECTIVE + r"(?:(?:send|emit|transmit|post|fire|keep sending) )?(?:an? |periodic |regular |the )?"
-         r"(?:heartbeats?|beacons?|check-?ins?|callbacks?|keep-?alives?|status pings?) (?:to|with) " + _C2_PLACE),
+         r"(?:heartbeats?|beacons?|check[- ]?ins?|callbacks?|keep[- ]?alives?|status pings?) (?:to|with) " + _C2_PLACE),
         (COMMAND_AND_CONTROL,
          _DIRECTIVE + r"(?:beacon|check in|check-in|report in|report back|call back)(?: (?:to|with))? " + _C2_PLACE),
         (COMMAND_AND_CONTROL, r"\bphone home\b"),
@@ -274,9 +275,9 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
         (ROLE_HIJACK,
          r"\b(?:you are|you're|you will be|you shall be|you must be|you become|you will become|act as|respond as"
          r"|answer as|reply as|speak as|become)(?: now)? (?:called |named |known as )?(?:dan|stan|dude|aim|evilbot"
-         r"|evil-?gpt|chaosgpt|freedomgpt|betterdan|developer mode)\b"),
+         r"|evil[- ]?gpt|chaosgpt|freedomgpt|betterdan|developer mode)\b"),
         (ROLE_HIJACK,
-         r"\b(?:you|your|yourself|act|behave|become|be|pretend|role-?play|respond|answer|reply|speak|operate"
+         r"\b(?:you|your|yourself|act|behave|become|be|pretend|role[- ]?play|respond|answer|reply|speak|operate"
          r"|simulate|emulate|turn into)\b[^.!?\n]{0,80}?\b(?:an?|the|one) (?:\S+ ){0,2}?(?:ai|assistant|model"
          r"|chatbot|bot|llm|persona|character|entity|version of (?:yourself|you)|being|system) (?:with|that has"
          r"|who has|having|without|free (?:of|from)|that ignores|who ignores|not bound by|unbound by|beyond)"
@@ -284,7 +285,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|filters|guidelines|ethics|morals|morality|boundaries|censorship|guardrails|constraints"
          r"|polic(?:y|ies)|safety|filter)\b"),
         (ROLE_HIJACK,
-         r"\b(?:you|your|yourself|act|behave|become|be|pretend|role-?play|respond|answer|reply|speak|operate"
+         r"\b(?:you|your|yourself|act|behave|become|be|pretend|role[- ]?play|respond|answer|reply|speak|operate"
          r"|simulate|emulate|turn into)\b[^.!?\n]{0,80}?\b(?:unrestricted|unfiltered|uncensored|unaligned|amoral"
          r"|unchained|jailbroken|lawless) (?:ai|assistant|model|chatbot|bot|llm|mode|persona|version|character"
          r"|entity|system)\b"),
@@ -344,13 +345,13 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"\b(?:never|do not|don't) (?:ever )?(?:remove|delete|erase|forget|drop|replace|clear) (?:this|these|the "
          r"following|that) (?:entry|entries|memory|memories|note|notes|instruction|instructions|fact|rule|rules)\b"),
         (PERSISTENCE,
-         r"\b(?:re-?add|add (?:it|this|them) back|restore|recreate|re-?save|re-?insert|re-?create"
+         r"\b(?:re[- ]?add|add (?:it|this|them) back|restore|recreate|re[- ]?save|re[- ]?insert|re[- ]?create"
          r"|put (?:it |this )?back"
          r"|save (?:it |this )?again)\b[^\n]{0,60}?\b(?:if|when|whenever|after|once)\b[^\n]{0,40}?\b(?:removed"
          r"|deleted|erased|forgotten|missing|cleared)\b"
          r"|\b(?:if|when|whenever|after|once)\b[^\n]{0,40}?\b(?:remov|delet|eras|forg[eo]t|clear|wip)\w*\b"
-         r"[^\n]{0,40}?\b(?:re-?add|add (?:it|this|them) back|restore|recreate|re-?save|re-?insert|put (?:it |this )?"
-         r"back|save (?:it |this )?again)\b"),
+         r"[^\n]{0,40}?\b(?:re[- ]?add|add (?:it|this|them) back|restore|recreate|re[- ]?save|re[- ]?insert"
+         r"|put (?:it |this )?back|save (?:it |this )?again)\b"),
         (PERSISTENCE,
          r"\b(?:this|these) (?:entry|entries|memory|memories|note|notes|rule|rules|instruction|instructions) "
          r"(?:is|are|must (?:be|remain|stay)|should (?:be|remain|stay)) (?:permanent|protected|immutable"
@@ -377,7 +378,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|\b(?:include|paste|append|embed|print|dump|list|output) (?:\S+ ){0,2}?(?:environment variables|env vars"
          r"|printenv output)(?: \S+){0,3}? (?:reply|replies|answer|answers|response|responses|message|output)\b"),
         (EXFILTRATION,
-         r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|share|email|e-mail|copy|beacon|mail|report)\b"
+         r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|share|email|e-?mail|copy|beacon|mail|report)\b"
          r"[^\n]{0,80}?\b(?:conversations?|chats?|chat history|messages|transcripts?|memory|memories"
          r"|system prompt|your instructions|hidden instructions|passwords?|secrets?|credentials?|tokens?|api keys?"
          r"|cookies"
@@ -421,7 +422,19 @@ _LINE_PHRASES = tuple(
 )
 
 
-def _match_phrases(folded: str, phrases: tuple[tuple[str, re.Pattern[str], bool], ...] = _PHRASES) -> str | None:
+def _match_phrases(
+    folded: str,
+    phrases: tuple[tuple[str, re.Pattern[str], bool], ...] = _PHRASES,
+    around: tuple[str, Separated] | None = None,
+) -> str | None:
+    """Return the category of the first phrase found in `folded`, or None.
+
+    `around` is given when `folded` is the separated reading of a text
+    (`folding._separated`): the folded text and the map back to it. An order
+    in the imperative then also counts when its verb starts a sentence in the
+    text as written (`Note: register-as-a-node` reads `note register as a
+    node`, and the colon made it an order).
+    """
     for category, pattern, imperative in phrases:
         if not imperative:
             if pattern.search(folded):
@@ -432,5 +445,10 @@ def _match_phrases(folded: str, phrases: tuple[tuple[str, re.Pattern[str], bool]
             start = match.start()
             if _IMPERATIVE_BEFORE.search(folded, max(0, start - 48), start):
                 return category
+            if around is not None:
+                written, separated = around
+                origin = separated.origin(start)
+                if _IMPERATIVE_BEFORE.search(written, max(0, origin - 48), origin):
+                    return category
             match = pattern.search(folded, start + 1)
     return None

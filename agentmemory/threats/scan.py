@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+from re import Pattern
 
 from .credentials import _SECRET_SHAPES, _has_secret
 from .findings import HIDDEN_CONTENT, INVISIBLE_UNICODE, MAX_SCAN_CHARS, OVERSIZED, SECRET, ThreatFinding
-from .folding import _decoded_payloads, _deobfuscated, _fold, _rendered
+from .folding import Separated, _decoded_payloads, _deobfuscated, _fold, _rendered, _rot13, _separations
 from .hidden import _has_hidden_markup
 from .invisible import _has_invisible
-from .phrases import _LINE_PHRASES, _match_phrases
+from .phrases import _LINE_PHRASES, _PHRASES, _match_phrases
 
 
 def scan_entry(text: str) -> ThreatFinding | None:
@@ -29,33 +30,44 @@ def scan_entry(text: str) -> ThreatFinding | None:
     compatible = unicodedata.normalize("NFKC", text)
     if _has_invisible(compatible):
         return ThreatFinding(INVISIBLE_UNICODE)
-    # The text as written, and — when it holds markup — as a reader sees it
-    # rendered: `**ignore** previous` reads `ignore previous` to the model
-    # too. The stored text stays as written; only this view is folded.
-    rendered = _rendered(compatible)
-    views = (compatible,) if rendered is None else (compatible, rendered)
+    views = _views(compatible)
     for view in views:
         for pattern in _SECRET_SHAPES:
             if pattern.search(view):
                 return ThreatFinding(SECRET)
     if _has_hidden_markup(compatible):
         return ThreatFinding(HIDDEN_CONTENT)
-    category = None
-    for view in views:
-        category = _read_phrases(view)
-        if category is not None:
-            break
-    if category is None:
-        # Text smuggled in base64 or percent-encoding is decoded once and
-        # read with the same phrases.
-        for decoded in _decoded_payloads(compatible):
-            category = _match_phrases(_fold(unicodedata.normalize("NFKC", decoded)))
-            if category is not None:
-                break
+    category = _phrase_category(compatible, views)
     if category is not None:
         return ThreatFinding(category)
     if any(_has_secret(view) for view in views):
         return ThreatFinding(SECRET)
+    return None
+
+
+def _views(compatible: str) -> tuple[str, ...]:
+    """Return the NFKC text as written and — when it holds markup — as a reader sees it rendered.
+
+    `**ignore** previous` reads `ignore previous` to the model too. The
+    stored text stays as written; only these views are folded.
+    """
+    rendered = _rendered(compatible)
+    return (compatible,) if rendered is None else (compatible, rendered)
+
+
+def _phrase_category(compatible: str, views: tuple[str, ...]) -> str | None:
+    """Return the category of the first phrase found in any view of the NFKC text, or None."""
+    for view in views:
+        category = _read_phrases(view)
+        if category is not None:
+            return category
+    # Text smuggled in base64 or percent-encoding is decoded once and read
+    # with the same phrases.
+    for decoded in _decoded_payloads(compatible):
+        folded = _fold(unicodedata.normalize("NFKC", decoded))
+        category = _read_folded(folded, _separations(folded))
+        if category is not None:
+            return category
     return None
 
 
@@ -65,14 +77,39 @@ def _read_phrases(view: str) -> str | None:
     Read three ways: with every line break collapsed (a phrase may be split
     across lines), line by line (a line starts a new order, whatever the line
     before it said: a negation on one line does not cover the next), and with
-    leetspeak and spaced-out letters undone.
+    leetspeak and spaced-out letters undone. Each is also read with
+    punctuation between words as a space (`ignore: previous`,
+    `ignore-previous-instructions`; `folding._separated`). Last, the folded
+    text is read with ROT13 undone.
     """
     folded = _fold(view)
-    category = _match_phrases(folded)
+    separations = _separations(folded)
+    category = _read_folded(folded, separations)
     if category is None and ("\n" in view or "\r" in view):
-        category = _match_phrases(_fold(view, lines=True), _LINE_PHRASES)
-    if category is None and (deobfuscated := _deobfuscated(folded)) is not None:
-        category = _match_phrases(deobfuscated)
+        lined = _fold(view, lines=True)
+        category = _read_folded(lined, _separations(lined), _LINE_PHRASES)
+    if category is None:
+        # Leetspeak and spaced letters on the text as written and with every
+        # mark a space (`i.g.n.o.r.e`); the stops kept add nothing there.
+        for text in (folded, *(reading.text for reading in separations[:1])):
+            if (deobfuscated := _deobfuscated(text)) is not None:
+                category = _match_phrases(deobfuscated)
+                if category is not None:
+                    break
+    if category is None:
+        category = _match_phrases(_rot13(folded))
+    return category
+
+
+def _read_folded(
+    folded: str, separations: tuple[Separated, ...], phrases: tuple[tuple[str, Pattern[str], bool], ...] = _PHRASES,
+) -> str | None:
+    """Return the category of the first phrase in folded text, as written or separated."""
+    category = _match_phrases(folded, phrases)
+    for reading in separations:
+        if category is not None:
+            break
+        category = _match_phrases(reading.text, phrases, (folded, reading))
     return category
 
 
