@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .threats import is_blocked, scan_entry
+from .threats import is_blocked, scan_batch, scan_entry
 
 Target = Literal["user", "memory"]
 Action = Literal["add", "replace", "remove"]
@@ -442,6 +442,7 @@ def apply_batch(
     pinned: list[Operation] = []
     effects: list[str] = []
     replaced: list[str | None] = []
+    written: dict[tuple[str, str], int] = {}  # (target, entry) -> the position of the operation that wrote it
 
     for position, operation in enumerate(operations, start=1):
         check_operation(operation, position, forgive=forgive)
@@ -455,6 +456,7 @@ def apply_batch(
                 effects.append(DUPLICATE)
             else:
                 target_entries.append(content)
+                written[(target, content)] = position
                 effects.append(ADDED_MATCH_IGNORED if ignored else ADDED)
             pinned.append(replace(operation, match=None) if ignored else operation)
             replaced.append(None)
@@ -468,6 +470,7 @@ def apply_batch(
                 pinned.append(operation)
             else:
                 target_entries.append(normalize_entry(operation.content, position=position, target=target))
+                written[(target, target_entries[-1])] = position
                 effects.append(ADDED_INSTEAD)
                 pinned.append(Operation(target=target, action="add", content=operation.content))
             replaced.append(None)
@@ -492,11 +495,31 @@ def apply_batch(
                 code="replace_duplicate", position=position, target=target,
             )
         target_entries[index] = content
+        if content != old:
+            written[(target, content)] = position
         effects.append(UNCHANGED if content == old else PATCHED if patched else REPLACED)
 
     updated = Snapshot(user=tuple(entries["user"]), memory=tuple(entries["memory"]))
+    _refuse_split_phrases(updated, written)
     validate_capacity(updated, limits)
     return Applied(snapshot=updated, operations=tuple(pinned), effects=tuple(effects), replaced=tuple(replaced))
+
+
+def _refuse_split_phrases(updated: Snapshot, written: Mapping[tuple[str, str], int]) -> None:
+    """Refuse an instruction split across two neighbouring entries, one of which this batch wrote.
+
+    Each entry passed the scan alone; the prompt shows them one after the
+    other, so the pair is read too (`threats.scan_batch`). Pairs of entries
+    stored before are not re-read: an old pair never blocks a new batch.
+    """
+    for target in TARGETS:
+        document = updated.entries(target)
+        new = {index for index, entry in enumerate(document) if (target, entry) in written}
+        if new and (split := scan_batch(document, new)) is not None:
+            raise MemoryValidationError(
+                split.finding.message, code=f"threat_{split.finding.category}",
+                position=written[(target, document[split.index])], target=target,
+            )
 
 
 def _is_word_patch(entry: str, match: str, content: str) -> bool:

@@ -239,3 +239,39 @@ async def test_a_reply_past_the_cap_is_cut_off_as_incomplete_and_nothing_is_save
 
     assert failed.value.code == "model_incomplete" and "length limit" in failed.value.message
     assert await snapshot_of(user) == Snapshot()
+
+
+# --- an injection split across two entries of one batch --------------------------------------------
+
+
+def test_an_instruction_split_across_two_entries_is_refused_on_every_write_path(user):
+    from pathlib import Path
+
+    from agentmemory.rules import LIMITS, apply_batch
+
+    split = json.loads((Path(__file__).parent / "data" / "threats" / "split.json").read_text())
+    for category, pairs in split["malicious"].items():
+        for first, second in pairs:
+            batch = [Operation(target="memory", action="add", content=first),
+                     Operation(target="memory", action="add", content=second)]
+            with pytest.raises(MemoryValidationError) as refused:
+                apply_batch(Snapshot(), batch, LIMITS)
+            assert refused.value.code == f"threat_{category}" and refused.value.position == 2
+            # A second batch beside an entry stored before: the new half is the one refused.
+            with pytest.raises(MemoryValidationError):
+                apply_batch(Snapshot(memory=(first,)), batch[1:], LIMITS)
+    for first, second in split["benign"]:
+        apply_batch(Snapshot(), [Operation(target="memory", action="add", content=first),
+                                 Operation(target="memory", action="add", content=second)], LIMITS)
+    # And from outside: the person's operations API refuses it too, storing nothing.
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    first, second = split["malicious"]["prompt_injection"][0]
+    response = client.post("/api/memory/operations/", {"operations": [
+        {"target": "memory", "action": "add", "content": first},
+        {"target": "memory", "action": "add", "content": second}]}, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "threat_prompt_injection"
+    assert store.load_snapshot(user_id=user.pk) == Snapshot()
