@@ -171,7 +171,9 @@ async def _settle_key(claim, result: TurnResult | None) -> None:
     if claim is None:
         return
     try:
-        if result is None:
+        if result is None or result.memory.status == "unconfirmed":
+            # An unconfirmed commit is not this key's answer: a retry runs again, and its commit finds
+            # the first one's record (written in that commit's own transaction) if it did land.
             await asyncio.shield(in_worker(idempotency.release, claim))
         else:
             await asyncio.shield(in_worker(

@@ -54,6 +54,7 @@
     disabled: "Memory off",
     discarded: "Memory change discarded",
     rejected: "Memory change not saved",
+    unconfirmed: "Memory change not confirmed",
   };
   const LEVELS = { ok: true, warn: true, full: true };
 
