@@ -360,7 +360,7 @@ CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=8000)
 # The longest reply a turn keeps, whatever the model server does with the
 # token cap: past it the stream is closed and the answer is cut off, as at
 # the token cap ("finish_reason": "length": incomplete, nothing saved).
-CHAT_MAX_REPLY_CHARS = env.int("CHAT_MAX_REPLY_CHARS", default=32000)
+CHAT_MAX_REPLY_CHARS = env.int("CHAT_MAX_REPLY_CHARS", default=500000)
 # One deadline for a whole turn's model work: every round, the client's retries
 # and a fallback model. Past it the model's stream is closed, nothing is saved,
 # and the person's turn slot is free at once.
