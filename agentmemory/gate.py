@@ -66,6 +66,25 @@ STATEMENT = "statement"  # states something, possibly about the person
 UNKNOWN = "unknown"  # no message given
 ASKS_FOR_CHANGE = frozenset({EXPLICIT, FORGET, CORRECT})
 
+# What a message presents as a secret, read more loosely than the scan reads an entry (a wrong value
+# here only refuses an entry holding it): a label, up to six words, then "is" / ":" / "=" and a value
+# with a digit or a symbol ("The password for the staging admin panel is Plum-Orbit-4471-Vex").
+_LOOSE_SECRET = re.compile(
+    r"\b(?:pass(?:word|phrase|code)s?|pwd|pin|passkey|api[ _-]?key|secret|token|credentials?)\b"
+    r"(?:[ \t]+[^\s:=]+){0,6}?[ \t]*(?:\bis\b|\bwas\b|:|=)[ \t]*[\"'`“]?(?P<value>[^\s\"'`”,;]{6,80})",
+    re.IGNORECASE,
+)
+
+
+def _loose_secrets(text: str) -> list[str]:
+    values = []
+    for match in _LOOSE_SECRET.finditer(text or ""):
+        value = match.group("value").rstrip(".!?)")
+        if len(value) >= 6 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+            values.append(value)
+    return values
+
+
 # Fragments of a secret shorter than this are not looked for (a 4-character
 # PIN is matched whole); longer secrets are matched by any run of half their length.
 MIN_FRAGMENT = 4
@@ -200,7 +219,7 @@ class TurnSources:
             role = str(message.get("role") or "")
             text = _text(message.get("content"))
             if role in ("user", "tool", "function"):
-                for value in secret_values(text):
+                for value in (*secret_values(text), *_loose_secrets(text)):
                     if len(value) >= MIN_FRAGMENT and value not in secrets:
                         secrets.append(value)
             if role == "user":

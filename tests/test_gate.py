@@ -74,6 +74,13 @@ def test_a_secret_given_in_one_message_is_refused_when_the_next_says_remember_it
     assert gate.refusal(add("Deploy key is 9fQ2xLmA7pRt3ZkV8sWn4YbC6dHe1JuG"), turn) == gate.SECRET_SEEN
 
 
+def test_a_password_named_several_words_before_its_value_is_a_secret_of_the_turn():
+    turn = sources("The password for the staging admin panel is Plum-Orbit-4471-Vex, by the way.", "remember it")
+    assert gate.secret_in("Staging admin panel password: Plum-Orbit-4471-Vex", turn)
+    assert not gate.secret_in("The staging admin panel is behind the VPN", turn)
+    assert sources("The token for the staging API is in the vault.").secrets == ()
+
+
 def test_a_connection_strings_password_is_a_secret_of_the_turn():
     turn = sources("Remember our DB: postgres://app:Zk8wPq2rLx@db.internal:5432/orders")
     assert gate.secret_in("Orders DB password Zk8wPq2rLx", turn)
