@@ -103,10 +103,10 @@ def send(page: Page, text: str) -> None:
     page.locator("#send").click()
 
 
-def wait_for_reply(page: Page):
-    """Wait until the last reply completed or failed; return its locator."""
+def wait_for_reply(page: Page, *, timeout: float | None = None):
+    """Wait until the last reply completed or failed (`timeout` in ms, Playwright's default without); return it."""
     reply = page.locator(LAST_REPLY)
-    expect(reply).not_to_have_class(re.compile(r"\bpending\b"))
+    expect(reply).not_to_have_class(re.compile(r"\bpending\b"), timeout=timeout)
     return reply
 
 

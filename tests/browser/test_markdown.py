@@ -191,7 +191,8 @@ def test_deep_nesting_and_a_5000_line_code_block_stay_inside_their_message(scrip
     for question, count in (("Nest lists", 1), ("Nest quotes", 2), ("A long listing", 3)):
         send(page, question)
         expect(page.locator(".message-assistant")).to_have_count(count)
-        reply = wait_for_reply(page)
+        # Half a megabyte streamed and rendered: on a busy 2-core machine that takes longer than 5 s.
+        reply = wait_for_reply(page, timeout=30_000)
         expect(reply.locator(".message-body")).not_to_be_empty()
         # The message box holds its content: nothing wider than the bubble,
         # nothing past the list of messages, and the page never scrolls sideways.
