@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from csp.constants import NONE, SELF
 
+from config import redis_sentinel
 from config.origins import derive_origins
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -140,33 +141,59 @@ if env.str("TEST_DB_NAME", default=""):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
-if REDIS_URL:
+# Redis under Sentinel (config/redis_sentinel.py): with REDIS_SENTINELS set,
+# the channel layer and the cache ask these sentinels for the master of
+# REDIS_SENTINEL_MASTER on every new connection, so a promotion needs no
+# restart; REDIS_URL then gives only the database number and credentials.
+REDIS_SENTINELS = redis_sentinel.parse_sentinels(env.str("REDIS_SENTINELS", default=""))
+REDIS_SENTINEL_MASTER = env.str("REDIS_SENTINEL_MASTER", default="mymaster")
+# A socket waits for its next message with a 5-second BZPOPMIN
+# (channels_redis); redis-py gives up on a read after 5 seconds unless told
+# otherwise, so every idle socket failed its wait with TimeoutError (logged
+# as a channel layer error) every few seconds. Reads here may take longer
+# than that wait.
+_LAYER_SOCKET_TIMEOUT = 10
+if REDIS_SENTINELS:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A socket waits for its next message with a 5-second BZPOPMIN
-            # (channels_redis); redis-py gives up on a read after 5 seconds
-            # unless told otherwise, so every idle socket failed its wait
-            # with TimeoutError (logged as a channel layer error) every few
-            # seconds. Reads here may take longer than that wait.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 10}]},
+            "CONFIG": {"hosts": [redis_sentinel.channel_layer_host(
+                REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_URL, socket_timeout=_LAYER_SOCKET_TIMEOUT)]},
+        }
+    }
+elif REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": _LAYER_SOCKET_TIMEOUT}]},
         }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # The cache holds the throttles and the per-person turn budget (chat/budget.py):
-# shared by every worker through Redis when REDIS_URL is set; without it, the
-# process's own memory (one process, as `make run`).
-if REDIS_URL:
+# shared by every worker through Redis when REDIS_URL (or REDIS_SENTINELS) is
+# set; without it, the process's own memory (one process, as `make run`).
+# A Redis that does not answer fails a cache call in seconds; the budget then
+# lets turns through (and says so in the log).
+_CACHE_TIMEOUTS = {"socket_connect_timeout": 2, "socket_timeout": 2}
+if REDIS_SENTINELS:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Only the database number and credentials of REDIS_URL are used.
+            "LOCATION": REDIS_URL or "sentinel",
+            "KEY_PREFIX": "chat",
+            "OPTIONS": redis_sentinel.cache_options(REDIS_SENTINELS, REDIS_SENTINEL_MASTER, **_CACHE_TIMEOUTS),
+        }
+    }
+elif REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "chat",
-            # A Redis that does not answer fails a cache call in seconds; the
-            # budget then lets turns through (and says so in the log).
-            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+            "OPTIONS": dict(_CACHE_TIMEOUTS),
         }
     }
 else:

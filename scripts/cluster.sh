@@ -186,7 +186,8 @@ start() {
   } >"$CLUSTER_DIR/secrets.env"
 
   # The workers' environment: production settings (DEBUG off, a secret key,
-  # allowed hosts), the database through PgBouncer, Redis's master directly.
+  # allowed hosts), the database through PgBouncer, Redis's master found
+  # through the three Sentinels (REDIS_URL gives only the database number).
   local secret_key
   secret_key=$("$PY" -c 'import secrets; print(secrets.token_urlsafe(50))')
   cat >"$CLUSTER_DIR/app.env" <<EOF
@@ -200,7 +201,9 @@ NUM_PROXIES=1
 AGENTMEMORY_ENABLED=1
 DATABASE_URL=postgres://agentmemory:$APP_DB_PASSWORD@127.0.0.1:$PGBOUNCER_PORT/agentmemory
 DATABASE_PREPARE_THRESHOLD=off
-REDIS_URL=redis://127.0.0.1:$REDIS_MASTER_PORT/0
+REDIS_URL=redis://127.0.0.1/0
+REDIS_SENTINELS=$(printf '127.0.0.1:%s,' "${SENTINEL_PORTS[@]}" | sed 's/,$//')
+REDIS_SENTINEL_MASTER=agentmemory
 CHAT_TURN_RATE=1000/min
 EOF
 
