@@ -76,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=100, help="commits per thread")
     parser.add_argument("--seed", type=int, default=14, help="seed of the shuffled variant order")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few commits, a second or two, to prove the bench still runs; no figure is judged")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.per_round, args.warmup, args.threads, args.commits = 1, 5, 2, 2, 5
 
     with _setup.bench_database(name=DATABASE_NAME) as url:
         figures = run(url, args)

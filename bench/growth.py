@@ -279,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=500, help="timed commit_operations calls per size")
     parser.add_argument("--rounds", type=int, default=10, help="alternations between the two sizes")
     parser.add_argument("--seed", type=int, default=6)
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few loads and commits, a second or two, to prove the bench still runs; no figure is judged")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.small, args.large, args.samples, args.commits, args.rounds = 10, 100, 20, 10, 2
     if not 0 < args.small < args.large:
         parser.error("--small must be positive and below --large")
     if not 0 < args.rounds <= min(args.samples, args.commits):

@@ -125,7 +125,12 @@ def ms(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few renders, a second or two, to prove the bench still runs; no figure is judged"
+                             " (one round, the long block streamed as its first 100 lines)")
     args = parser.parse_args()
+    stream_lines = LONG_LINES
+    if args.smoke:
+        args.rounds, stream_lines = 1, LONG_LINES[:100]
     if not CHROMIUM.exists():
         print("bench/render.py needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium).")
         return 1
@@ -153,7 +158,7 @@ def main() -> int:
             print("streaming through live(), a delta every 2 ms:")
             words = [piece for piece in TYPICAL.replace("\n", "\n ").split(" ")]
             typical_parts = [word + " " for word in words]
-            long_parts = ["Here it is:\n\n", "```text\n", *[line + "\n" for line in LONG_LINES], "```\n", "\nEnd."]
+            long_parts = ["Here it is:\n\n", "```text\n", *[line + "\n" for line in stream_lines], "```\n", "\nEnd."]
             for label, parts, plain in (("typical answer, word by word", typical_parts, False),
                                         ("  the same as plain text", typical_parts, True),
                                         ("5,000-line block, line by line", long_parts, False),

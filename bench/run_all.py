@@ -7,6 +7,11 @@ and records the machine, the date, each output verbatim and how to
 reproduce it. A missing bench is reported as missing; a failing one as
 failed, with the end of its error output, and the runner then exits 1.
 `make bench` runs it through scripts/bench.sh.
+
+`--smoke` (CI, after `make test`: `bash scripts/bench.sh --smoke`) runs every
+bench with its own `--smoke` flag instead: a few turns or commits each, to
+prove that each one still runs to the end; no figure is judged and the report
+is not written. Any bench that fails (or none found) makes it exit 1.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +34,11 @@ ROOT = BENCH_DIR.parent
 REPORT = ROOT / "docs" / "benchmarks.md"
 # The issue names these three; any other bench/*.py script runs after them.
 KNOWN = ("commit.py", "turns.py", "growth.py", "scale.py")
-NOT_BENCHES = {"run_all.py"}
+# drills.py is not a bench of this machine's figures: it drives `make cluster`
+# (`make drills`), and CI runs it in the cluster smoke.
+NOT_BENCHES = {"run_all.py", "drills.py"}
 TIMEOUT_SECONDS = 1800
+SMOKE_TIMEOUT_SECONDS = 120
 ERROR_TAIL_LINES = 20
 
 
@@ -51,32 +60,37 @@ def discover() -> list[str]:
     return [*KNOWN, *extra]
 
 
-def run_bench(name: str, *, python: str, env: dict[str, str]) -> BenchRun:
+def run_bench(name: str, *, python: str, env: dict[str, str], smoke: bool = False) -> BenchRun:
+    """Run one bench; its output is shown as it comes, or at its end with smoke (they run two at a time)."""
+    show = (lambda text: None) if smoke else (lambda text: print(text, end="", flush=True))
     path = BENCH_DIR / name
     if not path.exists():
         print(f"== {name}: not present in bench/, skipped ==", flush=True)
         return BenchRun(name=name, status="missing")
-    print(f"== {name} ==", flush=True)
+    show(f"== {name} ==\n")
+    timeout = SMOKE_TIMEOUT_SECONDS if smoke else TIMEOUT_SECONDS
     started = time.monotonic()
     lines: list[str] = []
     with tempfile.TemporaryFile(mode="w+") as errors:
         process = subprocess.Popen(
-            [python, str(path)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errors, text=True,
+            [python, str(path), *(["--smoke"] if smoke else [])], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errors, text=True,
         )
         try:
             assert process.stdout is not None
             for line in process.stdout:
-                print(line, end="", flush=True)
+                show(line)
                 lines.append(line)
-            code = process.wait(timeout=TIMEOUT_SECONDS)
+            code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
             code = -1
-            lines.append(f"(stopped after {TIMEOUT_SECONDS} s)\n")
+            lines.append(f"(stopped after {timeout} s)\n")
         errors.seek(0)
         error_text = errors.read()
     seconds = round(time.monotonic() - started, 1)
+    if smoke:
+        print(f"== {name} --smoke (exit {code}, {seconds} s) ==\n{''.join(lines)}", end="", flush=True)
     if code == 0:
         return BenchRun(name=name, status="passed", output="".join(lines).rstrip(), seconds=seconds)
     tail = "\n".join(error_text.rstrip().splitlines()[-ERROR_TAIL_LINES:])
@@ -226,6 +240,7 @@ def render(*, runs: list[BenchRun], facts: dict[str, str], date: str) -> str:
         "",
         "```sh",
         "make bench                      # all of them; writes this file",
+        "bash scripts/bench.sh --smoke   # CI: each with --smoke (a few turns or commits), nothing written",
         "# or one at a time (each takes --help and --json):",
         *[
             f"DATABASE_URL={_setup.DEFAULT_DATABASE_URL} .venv/bin/python bench/{run.name}"
@@ -248,7 +263,12 @@ def render(*, runs: list[BenchRun], facts: dict[str, str], date: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", type=Path, default=REPORT, help="where to write the markdown")
+    parser.add_argument("--smoke", action="store_true",
+                        help="run every bench with --smoke (a few turns or commits each); judge no figure, "
+                             "write no report; exit 1 if any bench fails")
     args = parser.parse_args(argv)
+    if args.smoke:
+        return smoke()
 
     database_url = _setup.server_url()
     facts = machine(database_url)  # also proves the server answers, before any bench starts
@@ -266,6 +286,26 @@ def main(argv: list[str] | None = None) -> int:
     for run in runs:
         print(f"  {run.name}: {run.status}")
     return 1 if any(run.status == "failed" for run in runs) else 0
+
+
+def smoke() -> int:
+    """Run each bench's --smoke; exit 1 if any fails. Nothing is written."""
+    database_url = _setup.server_url()
+    _setup.server_version(database_url)  # proves the server answers, before any bench starts
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+    started = time.monotonic()
+    # Two at a time: each has its own scratch database, nothing is judged, and
+    # most of a smoke run is waiting (daphne starting, migrations, fsync).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda name: run_bench(name, python=sys.executable, env=env, smoke=True), discover()))
+    print(f"\nBench smoke runs ({time.monotonic() - started:.0f} s; figures not judged):")
+    for run in runs:
+        print(f"  {run.name}: {run.status} ({run.seconds} s)")
+    bad = [run.name for run in runs if run.status != "passed"]
+    if bad or not runs:
+        print(f"Bench smoke FAILED: {', '.join(bad) or 'no bench found'}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -115,7 +115,8 @@ async def open_sockets(ports: dict[str, int], cookies: list[str]) -> list[tuple[
     from websockets.asyncio.client import connect
 
     async def one(person: int, worker: str) -> Socket:
-        websocket = await connect(f"ws://127.0.0.1:{ports[worker]}/ws/chat/", origin="http://127.0.0.1",
+        # Each worker's own origin, port included (config/origins.py refuses any other).
+        websocket = await connect(f"ws://127.0.0.1:{ports[worker]}/ws/chat/", origin=f"http://127.0.0.1:{ports[worker]}",
                                   additional_headers={"Cookie": f"sessionid={cookies[person]}"},
                                   compression=None, max_size=None, open_timeout=60)
         return Socket(websocket, person, worker)
@@ -221,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=15.0, help="turns started per second (default 15)")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long turns are sent (default 30)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few turns, a second or two, to prove the bench still runs; no figure is judged")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.people, args.rate, args.seconds = 5, 10.0, 1.5
     redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS)
 
     import redis
@@ -305,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
               f"sender's: p50 {f['p50']} ms, p99 {f['p99']} ms, max {f['max']} ms (n={f['n']}; "
               f"missing {f['missing']}, must be 0)")
         print(f"workers' CPU per turn: {result['workers_cpu_ms_per_turn']} ms")
-    broken = lost or figures.errors or closed_early or figures.fanout_missing
+    broken = lost or figures.errors or closed_early or figures.fanout_missing or not completed
     return 1 if broken else 0
 
 

@@ -158,7 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--rounds", type=int, default=60, help="rounds of the query mix per person kind")
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few searches, a second or two, to prove the bench still runs; no figure is judged"
+                             " (100 people, 10,000 messages)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        global PEOPLE, CONVERSATIONS, HEAVY_CONVERSATIONS, PLANTED_PEOPLE
+        PEOPLE, CONVERSATIONS, HEAVY_CONVERSATIONS, PLANTED_PEOPLE = 100, 1_000, 100, 20
+        args.rounds = 1
     words = vocabulary(VOCABULARY)
     with _setup.bench_database(name=DATABASE_NAME):
         started = time.monotonic()

@@ -178,11 +178,11 @@ def message_for(client: int, turn: int, writes_every: int) -> str:
     return "what do you know?"
 
 
-async def run_client(*, url: str, cookie: str, client: int, turns: int, warmup: int, writes_every: int,
+async def run_client(*, url: str, origin: str, cookie: str, client: int, turns: int, warmup: int, writes_every: int,
                      figures: RunFigures, warm: asyncio.Barrier) -> None:
     from websockets.asyncio.client import connect
 
-    async with connect(url, origin="http://127.0.0.1", additional_headers={"Cookie": f"sessionid={cookie}"},
+    async with connect(url, origin=origin, additional_headers={"Cookie": f"sessionid={cookie}"},
                        compression=None, max_size=None) as websocket:
         conversation_id = None
         for turn in range(warmup + turns):
@@ -222,9 +222,12 @@ async def drive(*, port: int, cookies: list[str], turns: int, warmup: int, write
     every client meets at a barrier, and are not part of the figures.
     """
     url = f"ws://127.0.0.1:{port}/ws/chat/"
+    # The page's own origin, port included: config/origins.py refuses any other
+    # (http://127.0.0.1 alone means port 80, another server).
+    origin = f"http://127.0.0.1:{port}"
     warm = asyncio.Barrier(len(cookies) + 1)
     clients = [
-        asyncio.ensure_future(run_client(url=url, cookie=cookie, client=index, turns=turns, warmup=warmup,
+        asyncio.ensure_future(run_client(url=url, origin=origin, cookie=cookie, client=index, turns=turns, warmup=warmup,
                                          writes_every=writes_every, figures=figures, warm=warm))
         for index, cookie in enumerate(cookies)
     ]
@@ -380,7 +383,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="in-process: the offline demo inside each chat server, as make run serves it "
                              "(default); http: the demo in its own process, reached over HTTP as a real model is")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--smoke", action="store_true", help="CI's smoke run: a few turns, a second or two, to prove the bench still runs; no figure is judged"
+                             " (plain turns against the off, on and floor servers, 2 clients, one round)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.clients, args.turns, args.warmup, args.rounds, args.workload = 2, 2, 1, 1, "read"
     workloads = list(WORKLOADS) if args.workload == "both" else [args.workload]
 
     modes = {w: ("off", "on", "floor") if w == "read" and not args.no_floor else ("off", "on") for w in workloads}
