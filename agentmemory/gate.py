@@ -45,6 +45,7 @@ DEPENDS = "depends_on_question"
 # Refused at staging: the model is told, nothing is staged.
 SECRET_SEEN = "secret_in_turn"
 NOT_STATED = "not_stated"
+TRANSIENT_TURN = "transient_turn"
 
 REASONS: Mapping[str, str] = {
     TRANSIENT: "It looks like it may not last (task progress, a one-off error, path or command).",
@@ -123,11 +124,13 @@ _IMPERATIVE = _words(
     r"^\s*(?:please\s+|pls\s+|now\s+|ok,?\s+|okay,?\s+)?(?:write|fix|explain|show|help|give|tell|make|create|"
     r"generate|convert|refactor|debug|list|summari[sz]e|translate|implement|add|optimi[sz]e|review|check|find|"
     r"compare|describe|rewrite|draft|run|build|suggest|recommend|sort|parse|test|format|document|design|plan|"
-    r"calculate|compute|count|name|define|outline|walk me|let'?s|continue|go on|try|thanks|thank you|hi|hello|"
+    r"calculate|compute|count|name|define|outline|remind|walk me|let'?s|continue|go on|try|thanks|thank you|hi|hello|"
     r"hey|good (?:morning|evening|night)|bye|ok|okay|cool|great|nice|lol)\b"
 )
 _FIRST_PERSON = _words(r"\b(?:i|i'?m|i'?ve|i'?d|i'?ll|my|mine|we|we'?re|we'?ve|our|ours|us|me)\b")
-_CLAUSES = re.compile(r"[.!?;\n]+|,\s*(?=(?:but|and|so|how|what|which|can|could)\b)", re.IGNORECASE)
+# Clauses end at a sentence's end (a dot followed by a space: not "test_orders.py"), ";", ": " or a
+# new line, or before ", but" / ", and" / ", so" / ", how" ...
+_CLAUSES = re.compile(r"[.!?]+(?=\s|$)|[;\n]+|:\s+|,\s*(?=(?:but|and|so|how|what|which|can|could)\b)", re.IGNORECASE)
 
 # --- the entry's own features -------------------------------------------------------
 
@@ -138,7 +141,7 @@ _TRANSIENT_TIME = _words(
 )
 _TRANSIENT_PROGRESS = _words(
     r"\b(?:is|was|are|were|am) (?:currently |still |now )?(?:working on|fixing|debugging|trying to|stuck on|"
-    r"in the middle of|about to|halfway)|\b(?:just|has|have|had) (?:just )?(?:finished|completed|fixed|done|"
+    r"in the middle of|about to|halfway)|\b(?:just|has|have|had|'ve|'d) (?:just )?(?:finished|completed|fixed|done|"
     r"started|resolved|merged|deployed|pushed|installed|run|ran)\b|\b(?:finished|completed) (?:the|a|an|with|"
     r"step|task|part)\b|\bnext steps?\b|\bin progress\b|\bto-?do\b|\bstill needs? to\b|\bneeds to (?:finish|"
     r"fix|run)\b|\b(?:task|step) \d+\b|\bwants help with\b|\basked for help with\b"
@@ -161,6 +164,15 @@ _ONE_OFF_PATH = re.compile(
 _ONE_OFF_COMMAND = _words(
     r"\b(?:ran|executed|typed|installed|uninstalled|upgraded|downgraded|reinstalled)\b\s+`?"
     r"|^\s*\$\s|\b(?:had|needed) to (?:run|install|pip install|npm install|apt(?:-get)? install)\b"
+)
+# What marks a clause of the person's message as passing, besides the entry features above: a
+# deadline of days ("until Friday"), "soon", a build or test that works again, a moment's state.
+_PASSING = _words(
+    r"\buntil (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|next week|"
+    r"the end of (?:the )?(?:day|week))\b|\bsoon\b|\bkept (?:crashing|failing|erroring|timing out)\b|"
+    r"\bcrashing\b|\b(?:now )?it (?:builds|works|passes|runs|compiles) now\b|\bnow it (?:builds|works|passes|runs|"
+    r"compiles)\b|\bpasses now\b|\bworks now\b|\bmoving on to\b|\bpick (?:it|this) up (?:again )?(?:after|later|"
+    r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"
 )
 _SUMMARY = _words(
     r"\b(?:(?:the )?user (?:asked|wanted to know|requested|inquired|was asking)|asked (?:me|about|how|for|"
@@ -199,6 +211,7 @@ class TurnSources:
     states_fact: bool = True
     pasted: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
+    passing_only: bool = False
 
     @classmethod
     def unknown(cls) -> TurnSources:
@@ -225,7 +238,7 @@ class TurnSources:
             if role == "user":
                 latest = text
         return cls(message=latest, intent=intent(latest), states_fact=states_fact(latest),
-                   pasted=pasted_blocks(latest), secrets=tuple(secrets))
+                   pasted=pasted_blocks(latest), secrets=tuple(secrets), passing_only=passing_only(latest))
 
 
 def _text(content: object) -> str:
@@ -255,18 +268,43 @@ def intent(message: str) -> str:
     return STATEMENT
 
 
-def states_fact(message: str) -> bool:
-    """True when a clause of the message states something in the first person ("I use vim", "our API ...")."""
+def _statements(message: str) -> list[str]:
+    """The message's clauses that state something (not a question, not a request), fenced code left out."""
     text = _FENCE.sub(" ", message or "")
-    if not text.strip():
+    clauses = (clause.strip() for clause in _CLAUSES.split(text))
+    return [c for c in clauses if c and not _INTERROGATIVE.match(c) and not _IMPERATIVE.match(c)]
+
+
+def passing(clause: str) -> bool:
+    """True when a clause tells of something that passes: task progress, a moment, an error just met or fixed."""
+    return bool(
+        _TRANSIENT_TIME.search(clause) or _TRANSIENT_PROGRESS.search(clause) or _PASSING.search(clause)
+        or (_ERROR.search(clause) and not _LESSON.search(clause))
+        or _ONE_OFF_PATH.search(clause) or _ONE_OFF_COMMAND.search(clause)
+    )
+
+
+def states_fact(message: str) -> bool:
+    """True when a clause of the message states something lasting in the first person ("I use vim", "our API ...").
+
+    A clause that tells of something passing ("I'm a bit slow today", "I've
+    just fixed it") states nothing to remember.
+    """
+    if not (message or "").strip():
         return True  # unknown: do not refuse on this ground
-    for clause in _CLAUSES.split(text):
-        clause = clause.strip()
-        if not clause or _INTERROGATIVE.match(clause) or _IMPERATIVE.match(clause):
-            continue
-        if _FIRST_PERSON.search(clause):
-            return True
-    return False
+    return any(_FIRST_PERSON.search(clause) and not passing(clause) for clause in _statements(message))
+
+
+def passing_only(message: str) -> bool:
+    """True when the message states something and every statement tells of something passing.
+
+    "I've finished refactoring the payment module; now I'm moving on to its
+    tests." and "The coffee machine is broken until Friday, so I'm slow
+    today." state nothing lasting; "We deploy on Thursdays; today's was
+    late." does.
+    """
+    statements = _statements(message)
+    return bool(statements) and all(passing(clause) for clause in statements)
 
 
 def pasted_blocks(message: str) -> tuple[str, ...]:
@@ -340,12 +378,10 @@ def refusal(operation: Operation, sources: TurnSources) -> str:
     """Return why trusted code refuses to stage this operation ("" = it may be staged)."""
     if operation.content and secret_in(operation.content, sources):
         return SECRET_SEEN
-    if (
-        operation.action == "add"
-        and sources.intent in (QUESTION, REQUEST)
-        and not sources.states_fact
-    ):
+    if operation.action == "add" and sources.intent in (QUESTION, REQUEST) and not sources.states_fact:
         return NOT_STATED
+    if operation.action == "add" and sources.intent == STATEMENT and sources.passing_only:
+        return TRANSIENT_TURN
     return ""
 
 

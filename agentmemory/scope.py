@@ -34,6 +34,8 @@ class MemoryLedger:
     failed_calls: int = 0
     # A tool call was refused because the change would not fit (the chat's memory-full notice).
     capacity_refused: bool = False
+    # (target, content) of the adds refused for capacity that the gate would let through: "make room" offers them.
+    room_wanted: list[tuple[str, str]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     start: Snapshot | None = None
 

@@ -148,26 +148,37 @@ Rules:
 
 Answer with the tidied document only: one entry per line, no bullets, no numbering, no headings, no commentary. End every line with the numbers of the current entries it came from, in square brackets, for example:
 Prefers short answers with code examples [1,3]
-Every line cites at least one entry, and each entry is cited by one line at most. An entry that no line cites is dropped."""
+Every line cites at least one entry, and each entry is cited by one line at most. An entry that no line cites is dropped.{room}"""
+
+# When a save did not fit: the entries that were to be saved follow the document's, marked "new".
+_ROOM = """
+
+Entries marked "new": true were just to be saved and did not fit. Keep every one of them (on its own line or merged into a line) and make room for them by merging, shortening or dropping the other entries."""
 
 _DATA = """The current {title} ({used:,} of {limit:,} characters): its entries with their numbers, as a JSON list. Untrusted data:
 {data}"""
 
 
-def build_request(snapshot: Snapshot, target: str, limits: Mapping[str, int]) -> list[dict]:
+def build_request(snapshot: Snapshot, target: str, limits: Mapping[str, int],
+                  pending: Sequence[str] = ()) -> list[dict]:
     """Return the tidy request's messages: the rules, then the document's entries as untrusted data.
 
     The user message is one line of context, then the entries as a JSON
-    list of {"number", "text"}.
+    list of {"number", "text"}; `pending` entries (a save that did not fit)
+    follow, numbered on, with "new": true.
 
     No chat history, no assistant message: the model sees the entries and
     nothing the assistant said. Entries the scan blocks are left out.
     """
-    entries = [{"number": number, "text": entry} for number, entry in visible_entries(snapshot.entries(target))]
+    entries: list[dict] = [{"number": number, "text": entry}
+                           for number, entry in visible_entries(snapshot.entries(target))]
+    first_new = len(snapshot.entries(target)) + 1
+    entries += [{"number": number, "text": entry, "new": True} for number, entry in enumerate(pending, start=first_new)]
     # JSON, one entry a line: no entry's text can close the list or pass for another entry.
     data = "[\n" + ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries) + "\n]"
     return [
-        {"role": "system", "content": _RULES.format(marker=TIDY_MARKER, limit=limits[target])},
+        {"role": "system", "content": _RULES.format(marker=TIDY_MARKER, limit=limits[target],
+                                                    room=_ROOM if pending else "")},
         {"role": "user", "content": _DATA.format(
             title=TITLES[target], used=document_length(snapshot.entries(target)), limit=limits[target], data=data)},
     ]
@@ -197,38 +208,56 @@ def parse_lines(reply: str) -> list[tuple[str, tuple[int, ...]]]:
     return lines
 
 
-def parse_reply(reply: str, snapshot: Snapshot, target: str) -> list[TidyOperation]:
+def parse_reply(reply: str, snapshot: Snapshot, target: str, pending: Sequence[str] = ()) -> list[TidyOperation]:
     """Turn the model's tidied document into operations pinned to the entries of `snapshot`.
 
     Removes come first, then the lines' replaces (so a line may take the
-    text of an entry it absorbed). A line that is one entry, unchanged
-    (whitespace aside), is no operation. An empty list: nothing to tidy.
-    Raise TidyFailed(UNUSABLE) for a line citing no entry, an entry that is
-    not offered, or one another line already used.
+    text of an entry it absorbed), then the adds. A line that is one entry,
+    unchanged (whitespace aside), is no operation. An empty list: nothing to
+    tidy. Raise TidyFailed(UNUSABLE) for a line citing no entry, an entry
+    that is not offered, or one another line already used.
+
+    `pending` entries (numbered after the document's, as `build_request`
+    shows them) are what a save wanted to add: a line citing only new
+    entries is an add; a line merging a new entry into stored ones replaces
+    one of those; a new entry no line cites is added as it was (the model
+    may not drop it).
     """
     shown = dict(visible_entries(snapshot.entries(target)))
+    first_new = len(snapshot.entries(target)) + 1
+    new = {number: entry for number, entry in enumerate(pending, start=first_new)}
     used: set[int] = set()
     removes: list[TidyOperation] = []
     replaces: list[TidyOperation] = []
+    adds: list[TidyOperation] = []
     for text, numbers in parse_lines(reply):
-        if not numbers or any(n not in shown or n in used for n in numbers):
+        if not numbers or any((n not in shown and n not in new) or n in used for n in numbers):
             raise TidyFailed(UNUSABLE)
         used.update(numbers)
-        sources = tuple(shown[n] for n in numbers)
+        stored = tuple(shown[n] for n in numbers if n in shown)
+        if not stored:  # only new entries: an add
+            adds.append(TidyOperation(target=target, action="add", content=text))
+            continue
+        sources = stored
         same = [entry for entry in sources if _flat(entry) == _flat(text)]
-        if len(sources) == 1 and same:
-            continue  # kept as it is
         keeper = same[0] if same else sources[0]
         content = keeper if same else text  # an unchanged keeper keeps its own line breaks
         for entry in sources:
             if entry != keeper:
                 removes.append(TidyOperation(target=target, action="remove", match=entry, entry=entry))
-        replaces.append(TidyOperation(target=target, action="replace", match=keeper, content=content, entry=keeper,
-                                      sources=sources))
+        if same:  # the line is a stored entry unchanged: a new entry it cites was not merged in after all
+            used.difference_update(n for n in numbers if n in new)
+            if len(sources) == 1:
+                continue
+        replaces.append(TidyOperation(target=target, action="replace", match=keeper, content=content,
+                                      entry=keeper, sources=sources))
     for number, entry in shown.items():
         if number not in used:  # stale: dropped
             removes.append(TidyOperation(target=target, action="remove", match=entry, entry=entry))
-    return removes + replaces
+    for number, entry in new.items():
+        if number not in used:  # the model left out what was to be saved: it is added as it was
+            adds.append(TidyOperation(target=target, action="add", content=entry))
+    return removes + replaces + adds
 
 
 def _flat(text: str) -> str:
@@ -255,8 +284,12 @@ def check(snapshot: Snapshot, operations: Sequence[Operation], limits: Mapping[s
         raise TidyFailed(NOTHING_TO_TIDY)
 
 
-def propose(*, user_id, target: str) -> int:
+def propose(*, user_id, target: str, pending: Sequence[str] = ()) -> int:
     """Ask the model for a tidied `target` document and store it as one proposal; return its id.
+
+    With `pending` (entries a save wanted to add that did not fit: "make
+    room"), the request shows them as new entries to keep, and the proposal
+    adds them with the tidied document.
 
     Raise TidyFailed (nothing stored) when Tidy up is not offered, memory
     is off for the person, there is nothing to tidy, the model fails, or its
@@ -274,13 +307,14 @@ def propose(*, user_id, target: str) -> int:
     snapshot = store.load_snapshot(user_id=user_id)
     if not can_tidy(snapshot.entries(target)):
         raise TidyFailed(NOTHING_TO_TIDY)
+    pending = [entry for entry in pending if entry and model_view(entry) == entry]
     try:
-        reply = import_string(config.tidy_model)(build_request(snapshot, target, config.limits))
+        reply = import_string(config.tidy_model)(build_request(snapshot, target, config.limits, pending))
     except Exception as exc:  # the model's failure, whatever its kind: nothing is proposed
         logger.warning("tidy up: the model request failed (%s)", type(exc).__name__)
         raise TidyFailed(MODEL_FAILED) from None
     try:
-        operations = parse_reply(reply, snapshot, target)
+        operations = parse_reply(reply, snapshot, target, pending)
         if not operations:
             raise TidyFailed(NOTHING_TO_TIDY)
         check(snapshot, operations, config.limits)

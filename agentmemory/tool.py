@@ -97,11 +97,12 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
 
     before = ledger.snapshot
     raw = None
+    operations = []
+    sources = request.sources if memory_settings().gate else None
     try:
         raw = load_arguments(arguments)
         _refuse_search_arguments(raw)
         operations = parse_operations(raw, blank_is_absent=True, forgive=True)
-        sources = request.sources if memory_settings().gate else None
         judge = None
         if sources is not None:
             start = ledger.start
@@ -112,6 +113,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         ledger.failed_calls += 1
         if getattr(exc, "code", "") == "over_capacity":
             ledger.capacity_refused = True
+            _want_room(ledger, operations, sources)
         if ledger.failed_calls >= limit:
             return _stop_retrying(limit)
         return _failure(exc, before, raw)
@@ -155,6 +157,18 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     return reply
 
 
+def _want_room(ledger, operations, sources: gate.TurnSources | None) -> None:
+    """Keep the adds of a batch refused for capacity that trusted code would otherwise stage, for "make room"."""
+    for operation in operations:
+        if operation.action != "add" or not operation.content:
+            continue
+        if sources is not None and gate.refusal(operation, sources):
+            continue  # a secret of the turn, or nothing the person stated: never offered
+        wanted = (operation.target, operation.content)
+        if wanted not in ledger.room_wanted:
+            ledger.room_wanted.append(wanted)
+
+
 def staged_operations() -> list[Operation]:
     """Return what the current turn has staged (empty without a writable scope)."""
     request = get_memory_request()
@@ -186,6 +200,13 @@ def _acceptor(sources: gate.TurnSources | None):
                     "about them, so there is nothing to remember from it. Do not call memory_update for this "
                     "message; answer it.",
                     code="not_stated", position=position, target=operation.target,
+                )
+            if why == gate.TRANSIENT_TURN:
+                raise MemoryValidationError(
+                    "the person's latest message tells of something passing (task progress, today's state, an "
+                    "error met or just fixed, a one-off command or path), not a lasting fact, so there is nothing "
+                    "to remember from it. Do not call memory_update for this message; answer it.",
+                    code="transient_turn", position=position, target=operation.target,
                 )
         return _accept(applied)
 

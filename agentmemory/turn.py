@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from . import gate, idempotency, notify, preferences, proposals, store
+from . import gate, idempotency, notify, preferences, proposals, store, tidy
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
@@ -503,6 +503,44 @@ class MemoryTurn:
         if self.snapshot is None:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
+
+    # --- making room -------------------------------------------------------------------
+
+    @property
+    def wants_room(self) -> bool:
+        """True when an add was refused for capacity that `make_room` could offer as a proposal."""
+        return self._ledger is not None and bool(self._ledger.room_wanted)
+
+    async def make_room(self) -> int | None:
+        """After a save that did not fit, propose a tidied document that keeps it; return the proposal's id or None.
+
+        Runs after the commit (outside the turn's staging and transaction),
+        only when the model's add was refused for capacity and trusted code
+        would otherwise have let it through (`MemoryLedger.room_wanted`),
+        memory is on and the deployment offers Tidy up. It is ONE tidy
+        request (`agentmemory.tidy.propose` with the refused entries as
+        `pending`): no chat history, the same scan, capacity and pins as
+        every write, and nothing is saved until the person saves the
+        proposal. Any failure proposes nothing (a code in the log, never
+        content).
+        """
+        ledger = self._ledger
+        if ledger is None or not ledger.room_wanted or not self.enabled or self.replayed or not tidy.offered():
+            return None
+        saved = self.committed.snapshot if self.committed is not None else self.snapshot
+        wanted = [(target, content) for target, content in ledger.room_wanted
+                  if saved is None or content not in saved.entries(target)]
+        if not wanted:
+            return None
+        target = wanted[0][0]
+        pending = [content for where, content in wanted if where == target]
+        try:
+            return await in_worker(tidy.propose, user_id=self.user_id, target=target, pending=pending)
+        except tidy.TidyFailed as failed:
+            logger.info("make room: nothing proposed (%s)", failed.code)
+        except Exception as exc:
+            logger.warning("make room: nothing proposed (%s)", type(exc).__name__)
+        return None
 
     # --- idempotency ---------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ import re
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -93,6 +93,8 @@ NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
 __all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "TemporaryChat", "run_turn", "run_eval_turn"]
 
 REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
+# Said while a save that did not fit is offered again with room made for it (`_Turn._make_room`).
+ROOM_NOTE = "Your memory is full: the assistant is proposing a tidier version with room for this."
 SESSION_ENDED = "session_ended"
 SESSION_ENDED_MESSAGE = ("You were signed out before this reply completed (signed out everywhere, password "
                          "changed or API token revoked); nothing was saved.")
@@ -430,10 +432,12 @@ class _Turn:
         A Stop or disconnect while the reply is stored waits for the store to
         finish and then re-raises: the person still gets the one true outcome.
         """
+        cancelled = False
+        if outcome.memory_full and outcome.proposal_id is None and self.memory.wants_room:
+            outcome, cancelled = await self._make_room(outcome)
         reply = storable(attempt.text)
         message_id = created_at = None
         notice = ""
-        cancelled = False
         if self.prepared.logged:
             store_reply = asyncio.ensure_future(in_worker(
                 log.store_reply, conversation_id=self.prepared.conversation_id,
@@ -465,6 +469,24 @@ class _Turn:
         if cancelled:
             raise asyncio.CancelledError()
         return result
+
+    async def _make_room(self, outcome: MemoryOutcome) -> tuple[MemoryOutcome, bool]:
+        """A save did not fit: offer a tidied document that keeps it, as a proposal under the answer.
+
+        One tidy request after the commit (`MemoryTurn.make_room`); a Stop
+        while it runs lets it finish in the background (its proposal waits on
+        the memory page) and the turn completes as decided.
+        """
+        await self.emit({"type": "tool", "tool": "memory_update", "status": "making_room", "operation_count": 0,
+                         "message": ROOM_NOTE})
+        making = asyncio.ensure_future(self.memory.make_room())
+        try:
+            proposal_id = await asyncio.shield(making)
+        except asyncio.CancelledError:
+            return outcome, True
+        if proposal_id is None:
+            return outcome, False
+        return replace(outcome, proposal_id=proposal_id), False
 
     async def _fail(self, failure: TurnFailed) -> None:
         failure.turn_id = self.turn_id

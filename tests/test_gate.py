@@ -57,6 +57,33 @@ def test_whether_a_message_states_something_about_the_person(message, expected):
     assert gate.states_fact(message) is expected
 
 
+@pytest.mark.parametrize(("message", "expected"), [
+    ("I've finished refactoring the payment module; now I'm moving on to its tests.", True),
+    ("So far today we fixed the login bug and updated the README; the CSV export is next.", True),
+    ("I'm chasing a flaky test in test_orders.py at the moment.", True),
+    ("The office coffee machine is broken until Friday, so I'm a bit slow today.", True),
+    ("My laptop battery is at 12%, I'll have to plug in soon.", True),
+    ("I got ModuleNotFoundError for yaml, so I installed pyyaml.", True),
+    ("We deploy on Thursdays; today's deploy was late.", False),
+    ("I'm a backend dev who mostly writes Go.", False),
+    ("The team deploys with Ansible from the main branch every Thursday.", False),
+    ("How do I reverse a list?", False),  # states nothing at all: `states_fact` judges questions
+])
+def test_whether_a_message_only_tells_of_something_passing(message, expected):
+    assert gate.passing_only(message) is expected
+
+
+def test_an_add_on_a_message_that_only_tells_of_something_passing_is_refused():
+    passing = sources("I've finished refactoring the payment module; now I'm moving on to its tests.")
+    assert gate.refusal(add("Refactored the payment module"), passing) == gate.TRANSIENT_TURN
+    lasting = sources("We use pytest everywhere; I've finished the payment tests today.")
+    assert gate.refusal(add("Uses pytest everywhere"), lasting) == ""
+    command = sources("remember: I'm moving on to the billing team next month")
+    assert gate.refusal(add("Moving on to the billing team next month"), command) == ""
+    # A question whose only first-person clause is passing states nothing to remember.
+    assert gate.refusal(add("Gets connection resets"), sources("I'm getting resets right now, why?")) == gate.NOT_STATED
+
+
 # --- secrets seen in the turn ---------------------------------------------------------------
 
 

@@ -85,9 +85,10 @@ async def test_an_unlabelled_high_entropy_key_is_refused(user, scripted_model):
 @pytest.mark.parametrize(("message", "entry", "reason"), [
     ("I'm fixing the login bug in our app, the form now submits.", "Currently fixing the login bug; the form submits",
      gate.TRANSIENT),
-    ("I got ModuleNotFoundError for yaml, so I installed pyyaml.",
+    ("Our CI image is Debian. I got ModuleNotFoundError for yaml, so I installed pyyaml.",
      "Hit ModuleNotFoundError: No module named 'yaml' and had to pip install pyyaml", gate.TRANSIENT),
-    ("Our build log ended up at /tmp/build-7/out.log.", "Build log is at /tmp/build-7/out.log", gate.TRANSIENT),
+    ("Our builds run in Docker; this one's log ended up at /tmp/build-7/out.log.", "Build log is at /tmp/build-7/out.log",
+     gate.TRANSIENT),
     ("I think we covered a lot about Django signals.", "The user asked about Django signals and we discussed receivers",
      gate.CHAT_SUMMARY),
     ("I like how you explained that.", "I explained Django signals to the user", gate.ASSISTANT_NOTE),
@@ -104,6 +105,22 @@ async def test_each_transient_kind_becomes_a_question(user, scripted_model, mess
     (proposal,) = await pending(user)
     assert proposal.id == result.memory.proposal_id
     assert [(op.content, op.reason) for op in proposal.operations] == [(entry, reason)]
+
+
+@pytest.mark.parametrize("message", [
+    "I've finished refactoring the payment module; now I'm moving on to its tests.",
+    "The office coffee machine is broken until Friday, so I'm a bit slow today.",
+    "I got ModuleNotFoundError for yaml, so I installed pyyaml.",
+])
+async def test_a_message_that_only_tells_of_something_passing_stages_no_add(user, scripted_model, message):
+    scripted_model.push(tool_call(ops(add("Refactored the payment module and moves on to tests"))), text("Nice."))
+
+    result = await run_turn(user=user, content=message)
+
+    assert [event.code for event in result.tool_events] == ["transient_turn"]
+    assert "nothing to remember" in tool_reply(scripted_model)["error"]
+    assert result.memory.status == "nothing_to_commit"
+    assert await snapshot_of(user) == Snapshot() and await pending(user) == []
 
 
 async def test_an_explicit_command_is_never_diverted(user, scripted_model):
@@ -224,3 +241,89 @@ def test_the_rest_turn_answers_the_question_and_its_plain_reason(user, scripted_
     saved = client.post(f"/api/memory/proposals/{proposal['id']}/save/", {}, format="json")
     assert saved.status_code == 200, saved.status_code
     assert MemoryProposal.objects.filter(user=user).count() == 0
+
+
+# --- a save that does not fit: make room -----------------------------------------------------
+
+# Nine notes of 200 characters (1,808 of 2,200 with separators); 1 and 2 say the same thing.
+_FULL = [(f"Note {n}: " + "the nightly export writes parquet files to the analytics bucket. " * 3).strip()
+         for n in range(1, 10)]
+_NEW = "The nightly data export to the analytics bucket runs at 02:00 UTC and takes about forty minutes to finish " * 4
+
+
+async def test_a_save_that_does_not_fit_is_offered_with_room_made_and_saved_by_the_person(user, scripted_model):
+    await aseed(user, memory_entries=_FULL)
+    merged = "Notes 1-2: the nightly export writes parquet files to the analytics bucket."
+    new_number = len(_FULL) + 1
+    scripted_model.push(
+        tool_call(ops(add(_NEW.strip()))),
+        text("Your memory is full, so I could not save that."),
+        # The tidy request (one, after the turn's commit): merge 1 and 2, keep the rest, keep the new entry.
+        text("\n".join([f"{merged} [1,2]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[2:], start=3)],
+                        f"Nightly analytics export: 02:00 UTC, about forty minutes [{new_number}]"])),
+    )
+
+    result = await run_turn(user=user, content="remember: " + _NEW.strip())
+
+    assert [event.code for event in result.tool_events] == ["over_capacity"]
+    assert result.memory.status == "nothing_to_commit" and result.memory.memory_full
+    assert len(scripted_model.requests) == 3
+    tidy_request = scripted_model.requests[2]["messages"]
+    assert '"new": true' in tidy_request[1]["content"] and "tools" not in scripted_model.requests[2]
+    assert all(message["role"] in ("system", "user") for message in tidy_request), "no chat history, no answer"
+    unchanged = (await snapshot_of(user)).memory == tuple(_FULL)
+    assert unchanged, "nothing is saved before the person saves"
+    (proposal,) = await pending(user)
+    assert result.memory.proposal_id == proposal.id
+    assert [op.action for op in proposal.operations] == ["remove", "replace", "add"]
+
+    saved = await db(proposals.save, user_id=user.pk, proposal_id=proposal.id)
+
+    assert saved.changed
+    memory = (await snapshot_of(user)).memory
+    consolidated = memory[0] == merged and memory[-1] == "Nightly analytics export: 02:00 UTC, about forty minutes"
+    assert consolidated and len(memory) == len(_FULL)
+
+
+async def test_make_room_keeps_the_entry_when_the_model_leaves_it_out_and_offers_nothing_that_cannot_fit(
+        user, scripted_model):
+    await aseed(user, memory_entries=_FULL)
+    short = "Analytics export runs nightly at 02:00 UTC."
+    scripted_model.push(
+        tool_call(ops(add(_NEW.strip()))), text("It did not fit."),
+        text("\n".join(f"{entry} [{n}]" for n, entry in enumerate(_FULL, start=1))),  # nothing merged, new one left out
+    )
+
+    result = await run_turn(user=user, content="remember: " + _NEW.strip())
+
+    assert result.memory.proposal_id is None, "kept as it was, the new entry still does not fit: nothing is offered"
+    assert await pending(user) == []
+    scripted_model.push(
+        tool_call(ops(add(short + " " + "It writes parquet files and takes about forty minutes. " * 8))),
+        text("It did not fit."),
+        text("\n".join([f"Notes 1-3 merged [1,2,3]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[3:], start=4)]])),
+    )
+
+    second = await run_turn(user=user, content="remember: the analytics export runs nightly at 02:00 UTC")
+
+    (proposal,) = await pending(user)
+    assert second.memory.proposal_id == proposal.id
+    added = [op for op in proposal.operations if op.action == "add"]
+    kept = len(added) == 1 and added[0].content.startswith(short)
+    assert kept, "the model left it out: trusted code adds it"
+
+
+async def test_no_room_is_made_for_a_secret_or_with_tidy_up_off(user, scripted_model, settings):
+    await aseed(user, memory_entries=_FULL)
+    scripted_model.push(tool_call(ops(add("Staging DB password is Tr0ub4dor&3xyz. " + "x" * 400))), text("No."))
+
+    await run_turn(user=user, content="remember: the staging database password is Tr0ub4dor&3xyz")
+
+    assert len(scripted_model.requests) == 2 and await pending(user) == []
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "TIDY_MODEL": ""}
+    scripted_model.push(tool_call(ops(add(_NEW.strip()))), text("It did not fit."))
+
+    result = await run_turn(user=user, content="remember: " + _NEW.strip())
+
+    assert result.memory.memory_full and result.memory.proposal_id is None
+    assert len(scripted_model.requests) == 4 and await pending(user) == []

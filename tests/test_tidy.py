@@ -479,3 +479,25 @@ def test_a_tidy_never_reaches_the_logs(user, model, caplog):
 
     logged = any(sentinel in record.getMessage() or sentinel in str(record.__dict__) for record in caplog.records)
     assert caplog.records and not logged, "memory content reached the logs"
+
+
+def test_pending_entries_are_numbered_on_and_kept_whatever_the_model_does():
+    """Make room (a save that did not fit): new entries follow the document's, and the reply cannot drop them."""
+    snapshot = Snapshot(memory=(VIM, VIM_AGAIN, FRIDAYS))
+    request = tidy.build_request(snapshot, "memory", {"user": 1375, "memory": 2200}, pending=[OLD_HOST])
+    listed = json.loads(request[1]["content"].split("\n", 1)[1])
+    assert [(item["number"], item.get("new", False)) for item in listed] == [(1, False), (2, False), (3, False),
+                                                                            (4, True)]
+    assert "make room" in request[0]["content"]
+
+    merged_in = tidy.parse_reply(f"{MERGED} [1,2]\n{FRIDAYS} and {OLD_HOST} [3,4]", snapshot, "memory", [OLD_HOST])
+    assert [(op.action, op.entry) for op in merged_in] == [("remove", VIM_AGAIN), ("replace", VIM), ("replace", FRIDAYS)]
+    on_its_own = tidy.parse_reply(f"{MERGED} [1,2]\n{FRIDAYS} [3]\n{OLD_HOST} [4]", snapshot, "memory", [OLD_HOST])
+    assert [op.action for op in on_its_own] == ["remove", "replace", "add"]
+    # Cited beside an entry kept unchanged, or not cited at all: trusted code adds it as it was.
+    for reply in (f"{MERGED} [1,2]\n{FRIDAYS} [3,4]", f"{MERGED} [1,2]\n{FRIDAYS} [3]"):
+        operations = tidy.parse_reply(reply, snapshot, "memory", [OLD_HOST])
+        added = [op for op in operations if op.action == "add"]
+        assert len(added) == 1 and added[0].content == OLD_HOST
+    with pytest.raises(tidy.TidyFailed):
+        tidy.parse_reply(f"{MERGED} [1,2,5]", snapshot, "memory", [OLD_HOST])  # no entry 5
