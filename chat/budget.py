@@ -20,10 +20,17 @@ they hold across processes; the process's memory otherwise):
   killed worker are the oldest, so they go first.
 
 A cache that fails (Redis down) must not stop the chat, as the channel layer
-does not: every function here then lets the turn or socket through and logs
-a warning, without content (`agentmemory.throttling.not_counted`, the one
-warning of every limit; the REST throttle extends its `FailOpenThrottle`,
-the base of every throttle of the project).
+does not. The turn budgets (the rate and the concurrent-turn slots) then fall
+back to per-process budgets: the same counters, kept in this process's memory
+(`_process_cache`) until the shared cache answers again, with a warning
+without content on every call that could not reach it ("... counted per
+process: cache error ..."). With N workers a person can so get up to N times
+a limit while the cache is down, never an unlimited number of turns. The
+open-socket registry is not a turn budget and needs the channel layer to
+close a socket anyway: it lets the socket through and logs "open sockets not
+counted" (`agentmemory.throttling.not_counted`, the one warning of every
+limit kept only in the cache; the REST throttle extends its
+`FailOpenThrottle`, the base of every throttle of the project).
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
 from rest_framework.throttling import ScopedRateThrottle
 
 from agentmemory.throttling import FailOpenThrottle, not_counted
@@ -58,12 +66,28 @@ class Decision:
     # was counted): `give_back` refunds that counter, never the window in
     # force when the refund happens, which may be the next one.
     counter: str = ""
+    local: bool = False  # counted in this process's memory (the shared cache was down)
 
     def __bool__(self) -> bool:
         return self.allowed
 
 
 ALLOWED = Decision(True)
+
+# The per-process budgets while the shared cache cannot be reached: the same
+# keys, in this process's memory. Never read while the shared cache answers.
+_process_cache = LocMemCache("chat-budget-per-process", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
+
+
+def counted_per_process(limit: str, exc: BaseException) -> None:
+    """Log that `limit` falls back to this process's count (no content: the error's class only)."""
+    logger.warning("%s counted per process: cache error %s (the shared count resumes when the cache answers)",
+                   limit, type(exc).__name__)
+
+
+def reset_process_budgets() -> None:
+    """Forget the per-process budgets (tests)."""
+    _process_cache.clear()
 
 
 def parse_rate(rate: str | None) -> tuple[int, int] | None:
@@ -96,18 +120,24 @@ def take(key: str, rate: str | None = None, *, now: float | None = None) -> Deci
     now = time.time() if now is None else now
     window = int(now // period)
     current, previous = f"budget:{key}:{window}", f"budget:{key}:{window - 1}"
+    local = False
     try:
-        cache.add(current, 0, timeout=2 * period + 1)
-        count = cache.incr(current)
-        before = cache.get(previous) or 0
+        count, before = _count(cache, current, previous, period)
     except Exception as exc:
-        not_counted("turn budget", exc, served="the turn goes ahead")
-        return ALLOWED
+        counted_per_process("turn budget", exc)
+        local = True
+        count, before = _count(_process_cache, current, previous, period)
     elapsed = now - window * period
     if before * (1 - elapsed / period) + count <= limit:
-        return Decision(True, counter=current)
-    refund(current)
-    return Decision(False, _retry_after(limit, period, count - 1, before, elapsed))
+        return Decision(True, counter=current, local=local)
+    refund(current, local=local)
+    return Decision(False, _retry_after(limit, period, count - 1, before, elapsed), local=local)
+
+
+def _count(store, current: str, previous: str, period: int) -> tuple[int, int]:
+    """Spend a unit in window `current` of `store`; return its count and the previous window's."""
+    store.add(current, 0, timeout=2 * period + 1)
+    return store.incr(current), store.get(previous) or 0
 
 
 def give_back(spent: Decision | None) -> None:
@@ -118,12 +148,12 @@ def give_back(spent: Decision | None) -> None:
     window a unit short (nor give the next one a unit it never spent).
     """
     if spent is not None and spent.counter:
-        refund(spent.counter)
+        refund(spent.counter, local=spent.local)
 
 
-def refund(counter: str) -> None:
+def refund(counter: str, *, local: bool = False) -> None:
     try:
-        cache.decr(counter)
+        (_process_cache if local else cache).decr(counter)
     except Exception:  # expired or unreachable: nothing to give back
         pass
 
@@ -145,31 +175,34 @@ def _retry_after(limit: int, period: int, count: int, before: int, elapsed: floa
 class Slot:
     key: str
     token: str
+    local: bool = False  # taken in this process's memory (the shared cache was down)
 
     def release(self) -> None:
         if not self.key:
             return
+        store = _process_cache if self.local else cache
         try:
-            if cache.get(self.key) == self.token:
-                cache.delete(self.key)
+            if store.get(self.key) == self.token:
+                store.delete(self.key)
         except Exception as exc:  # the lease expires by itself
             logger.warning("turn slot not released: cache error %s", type(exc).__name__)
-
-
-UNCHECKED = Slot("", "")
 
 
 def acquire_turn(user_id) -> Slot | None:
     """Take one of the person's CHAT_MAX_CONCURRENT_TURNS slots; None when all are in use."""
     token = uuid.uuid4().hex
     try:
-        for index in range(max(settings.CHAT_MAX_CONCURRENT_TURNS, 0)):
-            key = f"turns:running:{user_id}:{index}"
-            if cache.add(key, token, timeout=TURN_LEASE_SECONDS):
-                return Slot(key, token)
+        return _take_slot(cache, user_id, token, local=False)
     except Exception as exc:
-        not_counted("concurrent turns", exc, served="the turn goes ahead")
-        return UNCHECKED
+        counted_per_process("concurrent turns", exc)
+        return _take_slot(_process_cache, user_id, token, local=True)
+
+
+def _take_slot(store, user_id, token: str, *, local: bool) -> Slot | None:
+    for index in range(max(settings.CHAT_MAX_CONCURRENT_TURNS, 0)):
+        key = f"turns:running:{user_id}:{index}"
+        if store.add(key, token, timeout=TURN_LEASE_SECONDS):
+            return Slot(key, token, local)
     return None
 
 

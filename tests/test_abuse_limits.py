@@ -74,16 +74,59 @@ def test_give_back_of_an_uncounted_decision_is_a_no_op():
     budget.give_back(budget.ALLOWED)  # the cache was down, or no rate: nothing was spent
 
 
-def test_a_failing_cache_lets_turns_through(monkeypatch, caplog):
+@pytest.fixture
+def cache_down(monkeypatch):
+    """Every call of the shared cache fails, as with Redis down; the per-process budgets start empty."""
     def broken(*args, **kwargs):
         raise ConnectionError("redis down")
 
-    monkeypatch.setattr(cache, "incr", broken)
-    monkeypatch.setattr(cache, "add", broken)
-    assert budget.take("x", "1/min").allowed and budget.take("x", "1/min").allowed
-    assert budget.acquire_turn(7) is budget.UNCHECKED
+    for name in ("add", "incr", "decr", "get", "set", "delete"):
+        monkeypatch.setattr(cache, name, broken)
+    budget.reset_process_budgets()
+    yield
+    budget.reset_process_budgets()
+
+
+@override_settings(CHAT_MAX_CONCURRENT_TURNS=1)
+def test_a_failing_cache_falls_back_to_per_process_budgets(cache_down, caplog):
+    start = 2_000_000 * 60.0
+    # The rate: the limit still holds, counted in this process, and says why it refuses.
+    first = budget.take("x", "2/min", now=start)
+    assert first.allowed and first.local
+    assert budget.take("x", "2/min", now=start + 1).allowed
+    refused = budget.take("x", "2/min", now=start + 2)
+    assert not refused and refused.retry_after >= 1
+    budget.give_back(first)  # a refund goes to the per-process counter it was spent in
+    assert budget.take("x", "2/min", now=start + 3).allowed
+    assert not budget.take("x", "2/min", now=start + 4)
+    assert budget.take("y", "2/min", now=start).allowed  # another key has its own
+    # The concurrent-turn slots: one per person in this process.
+    slot = budget.acquire_turn(7)
+    assert slot is not None and slot.local
+    assert budget.acquire_turn(7) is None
+    slot.release()
+    assert budget.acquire_turn(7) is not None
+    # The socket registry cannot close a socket without the channel layer: let through, uncounted.
     assert budget.register_socket(7, "chan") == []
-    assert "cache error ConnectionError" in caplog.text
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any("turn budget counted per process: cache error ConnectionError" in m for m in warnings)
+    assert any("concurrent turns counted per process: cache error ConnectionError" in m for m in warnings)
+    assert any("open sockets not counted: cache error ConnectionError" in m for m in warnings)
+
+
+def test_the_shared_cache_counts_again_once_it_answers(monkeypatch):
+    start = 2_100_000 * 60.0
+    budget.reset_process_budgets()
+    with monkeypatch.context() as down:
+        down.setattr(cache, "add", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("redis down")))
+        assert budget.take("z", "1/min", now=start).local
+        assert not budget.take("z", "1/min", now=start + 1)
+    # Redis is back: the shared count decides (it never saw those), the process's is not read.
+    back = budget.take("z", "1/min", now=start + 2)
+    assert back.allowed and not back.local
+    assert cache.get(f"budget:z:{int(start // 60)}") == 1
+    assert not budget.take("z", "1/min", now=start + 3)
+    budget.reset_process_budgets()
 
 
 @override_settings(CHAT_MAX_CONCURRENT_TURNS=2)

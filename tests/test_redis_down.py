@@ -1,12 +1,15 @@
 """Redis down never costs a 500 (issue 30).
 
-Every limit kept in the cache (Redis when REDIS_URL is set) degrades the way
-the chat's turn budget always did: while the cache cannot be reached the
-limit is not counted, a warning without content says so, and the request is
-served. Here the cache and the channel layer point at a port nobody listens
-on (the real Redis keeps running), every rate is 1/min, and every route
-that throttles or counts is called twice: both calls are served, so nothing
-was counted and nothing failed.
+Every limit kept in the cache (Redis when REDIS_URL is set) degrades
+without an error: while the cache cannot be reached the limit is not
+counted, a warning without content says so, and the request is served;
+except the chat's turn budgets (the rate and the concurrent-turn slots,
+chat/budget.py), which fall back to per-process budgets, also with a
+warning (docs/scaling.md). Here the cache and the channel layer point at a
+port nobody listens on (the real Redis keeps running), every rate is 1/min,
+and every route that throttles or counts is called twice: both calls are
+served, so nothing was counted and nothing failed; the turn routes' second
+call is refused by this process's budget.
 
 `test_every_route_is_called_here_or_named_as_uncounted` keeps the list
 whole: a new route must be called by these tests or named as one that
@@ -29,6 +32,7 @@ from agentmemory import preferences, proposals, store
 from agentmemory.models import MemoryProposal, MemoryVersion
 from agentmemory.rules import Operation
 from agentmemory.throttling import FailOpenThrottle
+from chat import budget
 from chat.models import Conversation
 # Built now: building it sets up logging again, which would drop caplog's handler mid-test.
 from config.asgi import application  # noqa: F401,E402
@@ -84,7 +88,9 @@ def redis_down():
     ):
         with pytest.raises(Exception):  # really unreachable
             cache.get("probe")
+        budget.reset_process_budgets()
         yield url
+        budget.reset_process_budgets()
     # Restoring CACHES gave Django's cache handler a new context-local table.
     # Open the default cache here, in the tests' own context, so later tests
     # and their async fixtures share one cache object again, as before: one
@@ -107,11 +113,15 @@ def outcome(response) -> tuple:
     return (response.status_code, code) if code else (response.status_code,)
 
 
+PER_PROCESS = {"turn budget", "concurrent turns"}  # chat/budget.py's fallback: counted in the process
+
+
 def assert_warned_without_content(caplog, *limits: str) -> None:
     warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     for limit in limits:
-        assert any(limit in message and "not counted" in message and "cache error" in message
-                   for message in warnings), f"no 'not counted' warning for {limit}"
+        said = "counted per process" if limit in PER_PROCESS else "not counted"
+        assert any(limit in message and said in message and "cache error" in message
+                   for message in warnings), f"no '{said}' warning for {limit}"
     leaked = [fact for fact in FACTS if fact in caplog.text]
     assert leaked == [], f"{len(leaked)} memory entries reached the log"
 
@@ -132,11 +142,12 @@ def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
         response = page.post("/accounts/login/", {"username": user.username, "password": PASSWORD})
         assert outcome(response) == (302,)
 
-    # The chat's turn routes: both turns answer.
-    for _ in range(2):
-        assert outcome(api.post("/api/chat/turns/", {"content": "hello"}, format="json")) == (200,)
-        assert outcome(service.post("/api/eval/turns/", {"content": "hello"}, format="json")) == (200,)
-    assert Conversation.objects.filter(user=user).count() == 2
+    # The chat's turn routes: the first turn answers; the second is over this process's budget (1/min).
+    assert outcome(api.post("/api/chat/turns/", {"content": "hello"}, format="json")) == (200,)
+    assert outcome(service.post("/api/eval/turns/", {"content": "hello"}, format="json")) == (200,)
+    assert outcome(api.post("/api/chat/turns/", {"content": "hello"}, format="json")) == (429, "rate_limited")
+    assert outcome(service.post("/api/eval/turns/", {"content": "hello"}, format="json")) == (429, "rate_limited")
+    assert Conversation.objects.filter(user=user).count() == 1
 
     # The memory API's writes (MEMORY_WRITE_RATE).
     for fact in FACTS[:2]:
@@ -198,20 +209,25 @@ def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_redis_down_the_socket_opens_and_chats_uncounted(redis_down, one_per_minute, user, settings, caplog):
+async def test_redis_down_the_socket_opens_and_chats_on_the_process_budget(
+        redis_down, one_per_minute, user, settings, caplog):
     caplog.set_level(logging.WARNING)
     settings.CHAT_MAX_SOCKETS_PER_PERSON = 1
     settings.CHAT_MAX_CONCURRENT_TURNS = 1
     first = await connect(user)
     second = await connect(user)  # past the cap, but the registry cannot count: nobody is closed
     try:
-        for socket, content in ((first, "hello"), (first, f"remember: {FACTS[0]}"), (second, "hello again")):
-            await socket.send_to(text_data=json.dumps({"type": "user_message", "content": content,
-                                                       "conversation_id": None}))
-            last = (await receive_until(socket, "turn_completed"))[-1]
-            assert last["type"] == "turn_completed"
-        assert last["memory"]["status"] == "nothing_to_commit"
+        await first.send_to(text_data=json.dumps({"type": "user_message", "content": f"remember: {FACTS[0]}",
+                                                  "conversation_id": None}))
+        last = (await receive_until(first, "turn_completed"))[-1]
+        assert last["memory"]["status"] == "committed"
         assert (await db(store.load_snapshot, user_id=user.pk)).memory == (FACTS[0],)
+        # The turn rate (1/min) is counted in this process while the cache is down: the next turn,
+        # from the person's other socket, is refused and reaches no model.
+        await second.send_to(text_data=json.dumps({"type": "user_message", "content": "hello again",
+                                                   "conversation_id": None}))
+        refused = (await receive_until(second, "error"))[-1]
+        assert refused["code"] == "rate_limited" and refused["retry_after"] >= 1
         assert await first.receive_nothing(timeout=0.1)  # not evicted
     finally:
         await first.disconnect()
