@@ -22,6 +22,7 @@ Both answer the parser's 400 `body_too_large` and close the connection.
 from __future__ import annotations
 
 import json
+import logging
 from io import BytesIO
 
 from daphne.http_protocol import WebRequest
@@ -42,13 +43,36 @@ from agentmemory.parsers import (  # noqa: F401  (re-exported)
     too_large_message,
 )
 
+logger = logging.getLogger(__name__)
+
+
+DATABASE_DOWN_AT_SIGN_IN = ("The database did not answer while your credentials were checked, so nothing was done. "
+                             "Try again in a minute.")
+DATABASE_DOWN = ("The database did not answer, so this request could not be completed. Try again in a minute; "
+                 "your memory page shows what is stored.")
+
 
 def api_exception_handler(exc, context):
-    """DRF's handler, plus: parse errors carry a `code`; a RecursionError is a 400, never a 500."""
+    """DRF's handler, plus: parse errors carry a `code`; a RecursionError is a 400, never a 500;
+    a database that does not answer is a JSON 503 `database_unavailable`, never an HTML 500."""
     # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES, which names this module.
+    from django.db import InterfaceError, OperationalError
     from rest_framework.response import Response
     from rest_framework.views import exception_handler
 
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # A failover, a pooler restart, a database down. Most often it is the token or session
+        # lookup of DRF's authentication (`request.user`), which runs before the view: the
+        # request's user was never set, and nothing ran.
+        request = context.get("request")
+        signing_in = request is not None and not hasattr(request, "_user")
+        logger.warning("API database error: %s (%s)", type(exc).__name__,
+                       "authentication" if signing_in else "view")
+        response = Response({"code": "database_unavailable",
+                             "detail": DATABASE_DOWN_AT_SIGN_IN if signing_in else DATABASE_DOWN},
+                            status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        response["Retry-After"] = "5"
+        return response
     if isinstance(exc, RecursionError):
         return Response({"code": JSONTooDeep.default_code, "detail": TOO_DEEP}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):  # DRF reads request.body, which checks the size first

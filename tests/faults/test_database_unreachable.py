@@ -86,14 +86,16 @@ async def test_unreachable_database_chats_answer_with_memory_unavailable_write_n
                 tools = [frame for frame in socket.frames[seen:] if frame["type"] == "tool"]
                 assert all(frame["status"] != "staged" for frame in tools)  # writes were off
                 answers.append(last)
-            # REST needs the database to know who calls: no answer, but a prompt server error, not a hang.
+            # REST needs the database to know who calls: no answer, but a prompt JSON 503 that says
+            # the database did not answer (before: Django's HTML 500 page), not a hang.
             started = time.monotonic()
-            status, _ = await asyncio.to_thread(
+            status, body = await asyncio.to_thread(
                 server.request, "POST", "/api/chat/turns/", body={"content": "hello"},
                 headers={"Authorization": f"Token {key}"}, timeout=10,
             )
             elapsed = time.monotonic() - started
-            assert status >= 500 and elapsed < 5
+            assert status == 503 and elapsed < 5
+            assert isinstance(body, dict) and body["code"] == "database_unavailable", "a JSON answer"
             print(f"\ndatabase cut: {OUTAGE_TURNS} socket turns answered (memory unavailable), REST turn answered "
                   f"HTTP {status} in {elapsed * 1000:.0f} ms")
             assert server.process.poll() is None
