@@ -284,6 +284,27 @@ def passing(clause: str) -> bool:
     )
 
 
+# A question about what memory holds: "do you remember ...", "remind me ...", "which timezone am I in?",
+# "what's my dog called?", "how do our deploys go out again?".
+_ASKS_MEMORY = _words(
+    r"\bremind me\b|\bdid i (?:tell|say|mention|give)\b|\bagain\s*\?\s*$|"
+    r"\b(?:what|which|who|where|when)(?:'s|\s)[^?]{0,50}?\b(?:am i|is my|are my|was my|were my|my|do we use|"
+    r"does our|do i use|our)\b"
+)
+
+
+def asks_memory(message: str) -> bool:
+    """True when the message only asks what memory holds: a question about the person, stating nothing lasting.
+
+    Such a turn is answered from the memory in the prompt: the chat offers no
+    `memory_update` for it (`MemoryTurn.answers_from_memory`).
+    """
+    text = _FENCE.sub(" ", message or "").strip()
+    if not text or intent(text) != QUESTION or states_fact(text):
+        return False
+    return bool(_RECALL_QUESTION.search(text) or _ASKS_MEMORY.search(text))
+
+
 def states_fact(message: str) -> bool:
     """True when a clause of the message states something lasting in the first person ("I use vim", "our API ...").
 

@@ -38,6 +38,11 @@ UNAVAILABLE_FRAME = (
     "that they can try again later."
 )
 READ_ONLY_NOTE = "Memory is read-only for this turn: memory_update will refuse changes."
+# The person's latest message only asks what memory holds (`gate.asks_memory`): no memory_update is offered.
+ANSWER_FROM_MEMORY_NOTE = (
+    "The user's latest message asks what you remember. Answer it from the persistent memory block below, "
+    "without any tool; memory_update is not offered for this message. If the answer is not there, say so."
+)
 
 
 @cache
@@ -104,6 +109,7 @@ def compile_memory_prompt(
     limits: Mapping[str, int] = LIMITS,
     writes_enabled: bool = True,
     policy_version: str = POLICY_VERSION,
+    answer_from_memory: bool = False,
 ) -> str:
     """Return the memory section of one request's system prompt.
 
@@ -119,5 +125,7 @@ def compile_memory_prompt(
     parts = [policy, f"memory_status: {STATUS_AVAILABLE}"]
     if not writes_enabled:
         parts.append(READ_ONLY_NOTE)
+    if answer_from_memory:
+        parts.append(ANSWER_FROM_MEMORY_NOTE)
     parts += [UNTRUSTED_FRAME, render_block(snapshot, limits)]
     return "\n\n".join(parts)

@@ -280,6 +280,18 @@ class MemoryTurn:
 
     # --- what the model is offered ----------------------------------------------------
 
+    @property
+    def answers_from_memory(self) -> bool:
+        """True when the person's latest message only asks what memory holds (`gate.asks_memory`).
+
+        Trusted code then offers no `memory_update` for the turn and tells the
+        model to answer from the block: a question about a fact never
+        rewrites it, and a small model that calls tools on recall questions
+        answers from the prompt instead. Needs `heard()` and the gate on.
+        """
+        return (self.enabled and self.sources is not None and memory_settings().gate
+                and gate.asks_memory(self.sources.message))
+
     def prompt(self, *, policy_version: str | None = None) -> str | None:
         """Return the memory section of this turn's system prompt (None when memory is off)."""
         if not self.enabled:
@@ -287,12 +299,13 @@ class MemoryTurn:
         return compile_memory_prompt(
             snapshot=self.snapshot, limits=self.limits, writes_enabled=self.writes_enabled,
             policy_version=policy_version or memory_settings().policy_version,
+            answer_from_memory=self.answers_from_memory,
         )
 
     @property
     def tools(self) -> tuple[dict, ...]:
         """The tool definitions (Chat Completions format) to offer the model."""
-        return (MEMORY_UPDATE_TOOL,) if self.enabled else ()
+        return (MEMORY_UPDATE_TOOL,) if self.enabled and not self.answers_from_memory else ()
 
     # --- staging ----------------------------------------------------------------------
 

@@ -122,15 +122,18 @@ class Agent:
     def models(self) -> tuple[str, ...]:
         return self.llm.models
 
-    def for_request(self, *, memory_prompt: str | None, search: SearchScope | None = None) -> RequestAgent:
+    def for_request(self, *, memory_prompt: str | None, search: SearchScope | None = None,
+                    memory_tool: bool = True) -> RequestAgent:
         """Return a request-local agent with this turn's compiled prompt.
 
         `search` (set by the turn from the authenticated person, only while
         memory is on for the turn) offers conversation_search, on an agent
-        that may offer it.
+        that may offer it. `memory_tool=False` leaves memory_update out for
+        this request (trusted code's `MemoryTurn.answers_from_memory`).
         """
         system = self.instructions if memory_prompt is None else f"{self.instructions}\n\n{memory_prompt}"
-        tools = (MEMORY_UPDATE_TOOL,) if self.memory_tool and memory_prompt is not None else ()
+        offer = self.memory_tool and memory_tool and memory_prompt is not None
+        tools = (MEMORY_UPDATE_TOOL,) if offer else ()
         if not (self.search_tool and memory_prompt is not None):
             search = None
         if search is not None:

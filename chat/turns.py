@@ -365,7 +365,8 @@ class _Turn:
             # this turn (never in a temporary chat, with their switch off, or without the log).
             search = (SearchScope(user_id=self.user_id, exclude_conversation_id=self.prepared.conversation_id)
                       if self.memory.enabled and self.temporary is None and self.prepared.logged else None)
-            request_agent = agent.for_request(memory_prompt=self.memory.prompt(), search=search)
+            request_agent = agent.for_request(memory_prompt=self.memory.prompt(), search=search,
+                                              memory_tool=not self.memory.answers_from_memory)
             try:
                 attempt = await _bounded(deadline, _attempts(
                     request_agent, models=agent.models, history=self.prepared.history, emit=send,

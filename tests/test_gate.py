@@ -242,3 +242,18 @@ def test_when_the_kept_part_needs_the_room_the_asked_part_made_everything_is_ask
 def test_every_reason_has_a_plain_sentence_without_its_code():
     for code, sentence in gate.REASONS.items():
         assert sentence.endswith(".") and code not in sentence and "_" not in sentence
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("What do you remember about my editor?", True),
+    ("Remind me, what runs our background jobs?", True),
+    ("How do our deploys go out again?", True),
+    ("Which language did I tell you is my native one?", True),
+    ("What's my dog called, do you remember?", True),
+    ("How do I add a dev dependency?", False),
+    ("What's the difference between a list and a tuple?", False),
+    ("What is our deploy process? We use Helm now.", False),  # states something: the tool stays
+    ("remember: my dog is called Miso", False),
+])
+def test_whether_a_message_only_asks_what_memory_holds(message, expected):
+    assert gate.asks_memory(message) is expected

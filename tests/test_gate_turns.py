@@ -327,3 +327,33 @@ async def test_no_room_is_made_for_a_secret_or_with_tidy_up_off(user, scripted_m
 
     assert result.memory.memory_full and result.memory.proposal_id is None
     assert len(scripted_model.requests) == 4 and await pending(user) == []
+
+
+# --- a question about what memory holds is answered from it -------------------------------------
+
+
+async def test_a_recall_question_is_offered_no_memory_update_and_told_to_answer_from_memory(user, scripted_model):
+    await aseed(user, memory_entries=["CI runs on GitHub Actions with a self-hosted runner."])
+    # A model that calls the tool anyway: the call is not run (there is no such tool on this turn).
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "remove", "match": "GitHub"})),
+                        text("You use GitHub Actions."))
+
+    result = await run_turn(user=user, content="Remind me, what do we use for CI in this project?")
+
+    request = scripted_model.requests[0]
+    offered = [tool["function"]["name"] for tool in request.get("tools", [])]
+    assert "memory_update" not in offered
+    assert "asks what you remember" in request["messages"][0]["content"]
+    assert [event.status for event in result.tool_events] == ["unknown_tool"]
+    assert result.memory.status == "nothing_to_commit"
+    assert (await snapshot_of(user)).memory == ("CI runs on GitHub Actions with a self-hosted runner.",)
+
+
+async def test_a_question_that_states_something_keeps_the_tool(user, scripted_model):
+    scripted_model.push(tool_call(ops(add("Moved to Toronto; on Eastern time", "user"))), text("Eastern time."))
+
+    result = await run_turn(user=user, content="I moved to Toronto last month. Which timezone am I in now?")
+
+    offered = [tool["function"]["name"] for tool in scripted_model.requests[0].get("tools", [])]
+    assert "memory_update" in offered
+    assert result.memory.status == "committed"
