@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .rules import Operation, Snapshot, apply_operations, folded
+from .threats import OVERSIZED, SECRET, scan_entry
 from .threats.credentials import secret_values
 
 # Why an operation is asked about rather than saved: codes for the model, the
@@ -46,6 +47,7 @@ DEPENDS = "depends_on_question"
 SECRET_SEEN = "secret_in_turn"
 NOT_STATED = "not_stated"
 TRANSIENT_TURN = "transient_turn"
+ATTACK_SEEN = "attack_in_turn"
 
 REASONS: Mapping[str, str] = {
     TRANSIENT: "It looks like it may not last (task progress, a one-off error, path or command).",
@@ -212,6 +214,9 @@ class TurnSources:
     pasted: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     passing_only: bool = False
+    # The person's latest message reads as an attack on the assistant (the threat scan's instruction,
+    # role, remote-control, exfiltration, persistence or hidden-content families), wherever it came from.
+    attack: bool = False
 
     @classmethod
     def unknown(cls) -> TurnSources:
@@ -238,7 +243,8 @@ class TurnSources:
             if role == "user":
                 latest = text
         return cls(message=latest, intent=intent(latest), states_fact=states_fact(latest),
-                   pasted=pasted_blocks(latest), secrets=tuple(secrets), passing_only=passing_only(latest))
+                   pasted=pasted_blocks(latest), secrets=tuple(secrets), passing_only=passing_only(latest),
+                   attack=carries_attack(latest))
 
 
 def _text(content: object) -> str:
@@ -338,6 +344,12 @@ def pasted_blocks(message: str) -> tuple[str, ...]:
     return tuple(block for block in blocks if block.strip())
 
 
+def carries_attack(message: str) -> bool:
+    """True when the threat scan reads the message as an attack (not merely a secret, which `secrets` holds)."""
+    finding = scan_entry(message or "") if message else None
+    return finding is not None and finding.category not in (SECRET, OVERSIZED)
+
+
 def secret_in(entry: str, sources: TurnSources) -> bool:
     """True when the entry holds a value the turn presented as a secret, whole or in part.
 
@@ -399,6 +411,8 @@ def refusal(operation: Operation, sources: TurnSources) -> str:
     """Return why trusted code refuses to stage this operation ("" = it may be staged)."""
     if operation.content and secret_in(operation.content, sources):
         return SECRET_SEEN
+    if operation.content and sources.attack:
+        return ATTACK_SEEN
     if operation.action == "add" and sources.intent in (QUESTION, REQUEST) and not sources.states_fact:
         return NOT_STATED
     if operation.action == "add" and sources.intent == STATEMENT and sources.passing_only:
