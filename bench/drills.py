@@ -1,63 +1,96 @@
 """Fault drills against the production shape that `make cluster` runs.
 
 It owns one question: when a part of the deployment dies mid-load, is every
-person told the truth about their memory? The drill here is the leader kill:
+person told the truth about their memory? Five drills, each one fault under
+the same load:
 
-- N people (default 20), each with an API token, send `remember:` turns
-  through haproxy (`POST /api/chat/turns/` on http://127.0.0.1:8100), one at a
-  time each, every note a unique token, with the offline demo model (the
-  workers have no OPENAI_API_KEY). Every answer is recorded as the person
-  was told it: saved (200, memory `committed`), answered but not saved (200,
-  any other memory outcome, e.g. `discarded/commit_failed`), failed (an HTTP
-  error with its code: the turn said nothing was saved), or no answer at all
-  (the connection broke or timed out).
-- After --kill-after seconds the PostgreSQL leader's postmaster gets SIGKILL
-  (found through Patroni's REST API and its own postmaster.pid). Patroni
-  (primary_start_timeout 0, synchronous_mode) promotes the synchronous
-  standby; haproxy's leader port follows Patroni's /primary, PgBouncer
-  reconnects through it.
-- The load stops by itself: --after seconds after the first turn sent after
-  the fault that commits, or at --deadline, or after --max-turns per person.
-- Then every person's memory is read on the new leader, directly on its
-  port (checked not in recovery), and compared with what each was told:
+    leader-kill        SIGKILL of the PostgreSQL leader's postmaster; Patroni
+                       (primary_start_timeout 0, synchronous_mode) promotes the
+                       synchronous standby; haproxy's leader port follows
+                       Patroni's /primary, PgBouncer reconnects through it
+    switchover         `patronictl switchover` to the synchronous standby (planned)
+    worker-kill        SIGKILL of a daphne worker, restarted at once, again and
+                       again (--kills, --kill-every), rotating over the three
+    pgbouncer-restart  PgBouncer stopped (SIGTERM: immediate shutdown, every
+                       client and server connection closed) and started again
+    redis-master-kill  SIGKILL of the Redis master; the Sentinels promote the
+                       replica; the workers find it through them
+                       (REDIS_SENTINELS); the killed one comes back as replica
+
+The load: N people (default 20), each with an API token, send `remember:`
+turns through haproxy (`POST /api/chat/turns/` on http://127.0.0.1:8100),
+one at a time each, every note a unique token, with the offline demo model
+(the workers have no OPENAI_API_KEY). Each person also keeps one chat socket
+open through haproxy (a session of their own), which receives
+`memory_changed` when their turns commit on whichever worker. Every answer is
+recorded as the person was told it:
+
+    saved        200, memory `committed`
+    not_saved    200, any other memory outcome (`discarded/...`, `unavailable`)
+    in_doubt     200, memory `unconfirmed` (the commit's outcome could not be confirmed)
+    failed       an HTTP error the application answered (JSON with a code), or
+                 haproxy's 503 (no worker: the request reached none)
+    no_answer    the connection broke, timed out, or haproxy answered 502/504
+                 (the worker died under the request): nobody said anything
+
+The load stops by itself: --after seconds after the first turn sent after
+the (last) fault that commits, or at --deadline, or after --max-turns per
+person. Then every person's memory, memory events and versions are read on
+the PostgreSQL leader directly (checked not in recovery) and compared with
+what each was told:
 
     acknowledged saves lost   told saved, not stored (must be 0)
-    lies the other way        told not saved (answered or failed), but stored
+    lies the other way        told not saved or failed, but stored (must be 0)
+    in doubt                  told it could not be confirmed; how many turned out stored
     no answer                 how many, and how many of those were stored
-    failed turns              by HTTP status and code
-    fault -> new leader       when Patroni first names another leader
-    fault -> first commit     the first answer after the fault that told a person "saved"
-                              (an upper bound: the commit came just before it), and the
-                              first such answer to a turn sent after the fault
-    in flight at the fault    turns sent before it and answered after, their longest wait
+    partial commits           a stored note without its committed event and version,
+                              a committed event without a version, or a document that
+                              is not its latest version (must be 0)
+    cross-person access       a note in another person's memory or versions (must be 0)
+    fault -> first commit     the first answer after the fault that told a person
+                              "saved", and the first such answer to a turn sent after it
+    fault -> first live update (all drills; the point of the Redis one) the first
+                              `memory_changed` on a person's socket for a turn sent
+                              after the fault and saved
+    sockets closed            chat sockets the server or balancer closed meanwhile
 
 It prints figures only (no memory content) and writes every outcome, without
-note text, to .cache/cluster/drills/<run>.json. Exit status 1 when a save was
-lost, no failover happened or nothing committed after the fault.
+note text, to .cache/cluster/drills/<drill>-<run>.json. Exit status 1 when a
+save was lost, a lie was told, a commit was partial, a person reached
+another's memory, the fault did not happen (no new leader, no promotion), or
+nothing committed after the fault.
 
-    make cluster && make drills [ARGS="--people 20 --kill-after 5 --after 5"]
+    make cluster && make drills [ARGS="--drills leader-kill,redis-master-kill --people 20"]
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import secrets
 import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections import Counter
-from dataclasses import asdict, dataclass
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / ".cache" / "cluster"
 REST_PORTS = (8011, 8012)
+DAPHNE_PORTS = (8101, 8102, 8103)
+SENTINEL_PORTS = (26391, 26392, 26393)
+REDIS_PORTS = (6391, 6392)
+MASTER_NAME = "agentmemory"
 BALANCER = "http://127.0.0.1:8100"
+SOCKET_URL = "ws://127.0.0.1:8100/ws/chat/"
+PY = os.environ.get("PY") or sys.executable
 
 
 @dataclass
@@ -66,10 +99,15 @@ class Outcome:
     turn: int
     sent: float  # seconds since the load started
     received: float
-    told: str  # saved | not_saved | failed | no_answer
+    told: str  # saved | not_saved | in_doubt | failed | no_answer
     detail: str  # memory status/code, HTTP status:code, or the transport error's type
     stored: bool | None = None
+    live_update: float | None = None  # when the person's socket got memory_changed for it
     note: str = ""  # the unique token; left out of the written record
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
 
 
 # --- the cluster ------------------------------------------------------------------
@@ -117,16 +155,291 @@ def postmaster_pid(node: str) -> int:
     """Return the pid of a node's postmaster, checked against its command line."""
     data_dir = CLUSTER / node / "data"
     pid = int((data_dir / "postmaster.pid").read_text().split()[0])
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    if str(data_dir) not in cmdline:
+    if str(data_dir) not in cmdline(pid):
         raise RuntimeError(f"pid {pid} is not {node}'s postmaster")
     return pid
 
 
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def recorded_pid(name: str) -> int:
+    """The pid scripts/cluster.sh recorded for a process, checked against its command line."""
+    lines = (CLUSTER / "pids" / f"{name}.pid").read_text().splitlines()
+    pid, match = int(lines[0]), lines[1]
+    if match not in cmdline(pid):
+        raise RuntimeError(f"{name}: pid {pid} is not running as recorded")
+    return pid
+
+
+def start_recorded(name: str, match: str, command: list[str], *, env=None, as_postgres=False) -> int:
+    """Start a process as scripts/cluster.sh does (own session, log appended, pid recorded for --stop)."""
+    if as_postgres:
+        command = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--",
+                   "env", f"HOME={CLUSTER}", *command]
+    with open(CLUSTER / "logs" / f"{name}.log", "ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=ROOT, env=env, start_new_session=True)
+    (CLUSTER / "pids" / f"{name}.pid").write_text(f"{process.pid}\n{match}\n")
+    threading.Thread(target=process.wait, daemon=True).start()  # reap it if it dies while we run
+    return process.pid
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    """Wait until a process is gone (or a zombie: dead, not yet reaped by its parent)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return True
+        if text[text.rindex(")") + 2] == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def http_ok(url: str, timeout: float = 2) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except Exception:
+        return False
+
+
+def redis_cli(port: int, *args: str) -> str:
+    try:
+        return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True,
+                              timeout=3).stdout.strip()
+    except subprocess.TimeoutExpired:
+        return ""
+
+
+def sentinel_master() -> int | None:
+    """The Redis master's port, as the first Sentinel that answers names it."""
+    for port in SENTINEL_PORTS:
+        answer = redis_cli(port, "sentinel", "get-master-addr-by-name", MASTER_NAME).split()
+        if len(answer) == 2 and answer[1].isdigit():
+            return int(answer[1])
+    return None
+
+
+def wait_until(predicate, seconds: float, step: float = 0.2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return None
+
+
+# --- faults -----------------------------------------------------------------------
+class Fault:
+    """One drill's fault. `prepare` checks the cluster can take it; `inject` runs in a thread of its own."""
+
+    name = ""
+    # What ends the load (--after seconds later): the first saved answer to a turn sent after the
+    # fault ("commit"), or the first live update on a socket for such a turn ("live_update").
+    recovery = "commit"
+
+    def __init__(self, args, clock, env):
+        self.args, self.clock, self.env = args, clock, env
+        self.times: dict[str, float] = {}  # what happened when, in load seconds
+        self.facts: dict[str, object] = {}
+        self.done = threading.Event()  # the fault (every repetition) was injected
+
+    def prepare(self) -> str:
+        return ""
+
+    def inject(self) -> None:
+        raise NotImplementedError
+
+    def watch(self) -> None:
+        """Called every 0.2 s from the fault until the load stops."""
+
+    def recover(self) -> None:
+        """After the load: bring back what the fault took away, for the next drill."""
+
+    def ok(self) -> list[str]:
+        return []
+
+
+class LeaderKill(Fault):
+    name = "leader-kill"
+
+    def prepare(self):
+        pair = wait_for_sync_standby(self.args.standby_wait)
+        if pair is None:
+            raise SystemExit("No leader with a streaming synchronous standby: a failover could not happen. "
+                             "Check `make cluster ARGS=--status`.")
+        self.old, self.standby = pair
+        return (f"leader {self.old['name']} (port {self.old['port']}), synchronous standby "
+                f"{self.standby['name']}")
+
+    def inject(self):
+        pid = postmaster_pid(self.old["name"])
+        self.times["at"] = self.clock()
+        os.kill(pid, signal.SIGKILL)
+        log(f"  {self.times['at']:.1f} s: SIGKILL to {self.old['name']}'s postmaster (pid {pid})")
+        self.done.set()
+
+    def watch(self):
+        current = leader()
+        if current and current["name"] != self.old["name"] and "new_leader" not in self.times:
+            self.times["new_leader"] = self.clock()
+            self.facts["new_leader"] = current["name"]
+            self.facts["timeline"] = current.get("timeline")
+
+    def recover(self):
+        if self.args.rejoin_wait:
+            rejoined = wait_for_sync_standby(self.args.rejoin_wait)
+            self.facts["old_leader_back_as_sync_standby"] = bool(rejoined and rejoined[1]["name"] == self.old["name"])
+
+    def ok(self):
+        return [] if "new_leader" in self.times else ["no new leader"]
+
+
+class Switchover(LeaderKill):
+    name = "switchover"
+
+    def inject(self):
+        config = CLUSTER / self.old["name"] / "patroni.yml"
+        self.times["at"] = self.clock()
+        log(f"  {self.times['at']:.1f} s: patronictl switchover {self.old['name']} -> {self.standby['name']}")
+        done = subprocess.run(["patronictl", "-c", str(config), "switchover", "--leader", self.old["name"],
+                               "--candidate", self.standby["name"], "--force"],
+                              capture_output=True, text=True, timeout=120)
+        self.times["command_returned"] = self.clock()
+        self.facts["patronictl_exit"] = done.returncode
+        if done.returncode:
+            log(f"  patronictl exited {done.returncode}: {done.stderr.strip()[-300:]}")
+        self.done.set()
+
+
+class PgBouncerRestart(Fault):
+    name = "pgbouncer-restart"
+
+    def inject(self):
+        pid = recorded_pid("pgbouncer")
+        self.times["at"] = self.clock()
+        os.kill(pid, signal.SIGTERM)  # immediate shutdown: every connection closed at once
+        gone = wait_gone(pid, 20)
+        self.times["stopped"] = self.clock()
+        ini = CLUSTER / "pgbouncer" / "pgbouncer.ini"
+        new = start_recorded("pgbouncer", str(ini), ["pgbouncer", str(ini)], as_postgres=True)
+        self.times["started"] = self.clock()
+        log(f"  {self.times['at']:.1f} s: SIGTERM to PgBouncer (pid {pid}); "
+            f"{'stopped' if gone else 'NOT stopped'} after {self.times['stopped'] - self.times['at']:.2f} s, "
+            f"started again (pid {new})")
+        self.done.set()
+
+
+class WorkerKill(Fault):
+    name = "worker-kill"
+
+    def prepare(self):
+        ready = [port for port in DAPHNE_PORTS if http_ok(f"http://127.0.0.1:{port}/readyz")]
+        if len(ready) < len(DAPHNE_PORTS):
+            raise SystemExit(f"Workers not ready: only {ready}. Check `make cluster ARGS=--status`.")
+        self.kills: list[dict] = []
+        return f"{self.args.kills} kills, one every {self.args.kill_every:g} s, rotating over {DAPHNE_PORTS}"
+
+    def worker_env(self) -> dict[str, str]:
+        env = {**os.environ, **self.env}
+        env.pop("OPENAI_API_KEY", None)
+        return env
+
+    def inject(self):
+        env = self.worker_env()
+        for number in range(self.args.kills):
+            # The next worker that is ready, while another one is ready too (never the last one standing).
+            port = None
+            for _ in range(int(30 / 0.2)):
+                ready = [p for p in DAPHNE_PORTS if http_ok(f"http://127.0.0.1:{p}/readyz", 1)]
+                candidates = [p for p in ready if len(ready) >= 2]
+                if candidates:
+                    port = candidates[number % len(candidates)]
+                    break
+                time.sleep(0.2)
+            if port is None:
+                log("  no two workers ready for 30 s: kills stop here")
+                break
+            name = f"daphne-{port}"
+            pid = recorded_pid(name)
+            at = self.clock()
+            self.times.setdefault("at", at)
+            self.times["last"] = at
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(pid, 5)
+            start_recorded(name, f"-p {port} config.asgi:application",
+                           [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+                           env=env)
+            self.kills.append({"at": round(at, 2), "port": port})
+            time.sleep(self.args.kill_every)
+        self.facts["kills"] = len(self.kills)
+        self.facts["kills_by_worker"] = dict(Counter(k["port"] for k in self.kills))
+        log(f"  {len(self.kills)} workers killed and restarted between {self.times.get('at', 0):.1f} s "
+            f"and {self.times.get('last', 0):.1f} s")
+        self.done.set()
+
+    def recover(self):
+        ready = wait_until(lambda: all(http_ok(f"http://127.0.0.1:{p}/readyz") for p in DAPHNE_PORTS), 60)
+        self.facts["all_workers_ready_after"] = bool(ready)
+
+    def ok(self):
+        return [] if self.kills else ["no worker was killed"]
+
+
+class RedisMasterKill(Fault):
+    name = "redis-master-kill"
+    recovery = "live_update"
+
+    def prepare(self):
+        master = sentinel_master()
+        if master not in REDIS_PORTS:
+            raise SystemExit("The Sentinels name no Redis master of the cluster. Check `make cluster ARGS=--status`.")
+        replica = next(port for port in REDIS_PORTS if port != master)
+        if not wait_until(lambda: "connected_slaves:1" in redis_cli(master, "info", "replication"), 60):
+            raise SystemExit(f"Redis {master} has no connected replica: a promotion could not happen.")
+        self.master, self.replica = master, replica
+        return f"Redis master {master} (per the Sentinels), replica {replica}"
+
+    def inject(self):
+        pid = recorded_pid(f"redis-{self.master}")
+        self.times["at"] = self.clock()
+        os.kill(pid, signal.SIGKILL)
+        log(f"  {self.times['at']:.1f} s: SIGKILL to the Redis master {self.master} (pid {pid})")
+        self.done.set()
+
+    def watch(self):
+        if "promoted" not in self.times and sentinel_master() == self.replica:
+            self.times["promoted"] = self.clock()
+
+    def recover(self):
+        # The killed master comes back; the Sentinels make it a replica of the new master.
+        conf = CLUSTER / f"redis-{self.master}" / "redis.conf"
+        start_recorded(f"redis-{self.master}", f"127.0.0.1:{self.master}", ["redis-server", str(conf)])
+        back = wait_until(lambda: redis_cli(self.master, "role").startswith("slave")
+                          and "connected_slaves:1" in redis_cli(self.replica, "info", "replication"), 60)
+        self.facts["old_master_back_as_replica"] = bool(back)
+
+    def ok(self):
+        return [] if "promoted" in self.times else ["the Sentinels promoted no replica"]
+
+
+FAULTS = {fault.name: fault for fault in (LeaderKill, Switchover, WorkerKill, PgBouncerRestart, RedisMasterKill)}
+
+
 # --- people -----------------------------------------------------------------------
-def create_people(count: int, run: str) -> list[tuple[int, str]]:
-    """Create `count` accounts with API tokens through PgBouncer; return (user id, key)."""
-    from django.contrib.auth import get_user_model
+def create_people(count: int, run: str) -> list[dict]:
+    """Create `count` accounts, each with an API token and a signed-in session, through PgBouncer."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.contrib.sessions.backends.db import SessionStore
     from rest_framework.authtoken.models import Token
 
     people = []
@@ -134,7 +447,13 @@ def create_people(count: int, run: str) -> list[tuple[int, str]]:
         user = get_user_model()._default_manager.create(username=f"drill-{run}-{index}")
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        people.append((user.pk, Token.objects.create(user=user).key))
+        session = SessionStore()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        people.append({"user_id": user.pk, "token": Token.objects.create(user=user).key,
+                       "session": session.session_key})
     return people
 
 
@@ -143,18 +462,24 @@ def take_turn(key: str, content: str, timeout: float) -> tuple[str, str]:
     request = urllib.request.Request(
         f"{BALANCER}/api/chat/turns/", method="POST",
         data=json.dumps({"content": content, "conversation_id": None}).encode(),
-        headers={"Authorization": f"Token {key}", "Content-Type": "application/json"},
+        headers={"Authorization": f"Token {key}", "Content-Type": "application/json",
+                 "Idempotency-Key": secrets.token_hex(16)},
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = json.load(response)
     except urllib.error.HTTPError as error:
-        code = ""
         try:
-            code = json.loads(error.read() or b"{}").get("code", "")
+            code = json.loads(error.read() or b"{}").get("code", "") or "-"
         except Exception:
             code = "not_json"
-        return "failed", f"{error.code}:{code or '-'}"
+        if code == "not_json" and error.code in (502, 504):
+            # haproxy's own answer: the worker died or went silent under the request. Nobody said
+            # whether anything was saved.
+            return "no_answer", f"{error.code}:balancer"
+        if code == "not_json" and error.code == 503:
+            return "failed", "503:balancer_no_worker"  # haproxy had no worker to send it to
+        return "failed", f"{error.code}:{code}"
     except Exception as error:  # the connection broke, or no answer in time
         reason = getattr(error, "reason", None)
         return "no_answer", type(reason if isinstance(reason, BaseException) else error).__name__
@@ -162,41 +487,121 @@ def take_turn(key: str, content: str, timeout: float) -> tuple[str, str]:
     status = memory.get("status", "?") + (f"/{memory['code']}" if memory.get("code") else "")
     if memory.get("status") == "committed" and "memory" in (memory.get("changed") or ()):
         return "saved", status
+    if memory.get("status") == "unconfirmed":
+        return "in_doubt", status
     return "not_saved", status
 
 
-# --- the drill --------------------------------------------------------------------
-def leader_kill(args) -> int:
-    env = cluster_env()
-    os.environ.update({key: value for key, value in env.items()})
-    os.environ.pop("OPENAI_API_KEY", None)
-    sys.path.insert(0, str(ROOT))
-    import django
+class Sockets:
+    """One chat socket per person through haproxy, kept open (reopened if closed), recording memory_changed."""
 
-    django.setup()
+    def __init__(self, people, clock, stop: threading.Event):
+        self.people, self.clock, self.stop = people, clock, stop
+        self.updates: dict[int, list[float]] = defaultdict(list)
+        self.opened = 0
+        self.closed: Counter = Counter()
+        self.open_failures: Counter = Counter()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+        self.ready = threading.Event()
+
+    async def _main(self):
+        await asyncio.gather(*(self._person(i, p["session"]) for i, p in enumerate(self.people)))
+
+    async def _person(self, index: int, session_key: str):
+        from websockets.asyncio.client import connect
+
+        first = True
+        while not self.stop.is_set():
+            try:
+                async with connect(SOCKET_URL, origin="http://127.0.0.1:8100", open_timeout=10,
+                                   additional_headers={"Cookie": f"sessionid={session_key}"},
+                                   ping_interval=None) as socket:
+                    self.opened += 1
+                    if first:
+                        first = False
+                        if self.opened >= len(self.people):
+                            self.ready.set()
+                    while not self.stop.is_set():
+                        try:
+                            frame = await asyncio.wait_for(socket.recv(), 0.5)
+                        except asyncio.TimeoutError:
+                            continue
+                        if '"memory_changed"' in frame:
+                            self.updates[index].append(self.clock())
+                    await socket.close()
+                    return
+            except Exception as error:
+                if self.stop.is_set():
+                    return
+                code = getattr(getattr(error, "rcvd", None), "code", None)
+                (self.closed if not first else self.open_failures)[str(code or type(error).__name__)] += 1
+                await asyncio.sleep(0.5)
+
+
+class Readiness:
+    """Every worker's /readyz, asked directly every 0.5 s: when it said what (names of failing checks)."""
+
+    def __init__(self, clock, stop: threading.Event):
+        self.clock, self.stop = clock, stop
+        self.failing: list[tuple[float, int, str]] = []  # (when, port, "database,channel_layer" or error)
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        while not self.stop.is_set():
+            for port in DAPHNE_PORTS:
+                when = self.clock()
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3):
+                        continue
+                except urllib.error.HTTPError as error:
+                    try:
+                        said = ",".join(json.loads(error.read()).get("failing", [])) or str(error.code)
+                    except Exception:
+                        said = str(error.code)
+                except Exception as error:
+                    said = f"down:{type(error).__name__}"
+                self.failing.append((when, port, said))
+            time.sleep(0.5)
+
+    def summary(self, at: float | None) -> dict:
+        said = Counter(name for _, _, name in self.failing)
+        times = [when for when, _, _ in self.failing]
+        return {"polls_failing_by_answer": dict(said),
+                "first_s": round(min(times) - at, 2) if times and at is not None else None,
+                "last_s": round(max(times) - at, 2) if times and at is not None else None}
+
+
+# --- the drill --------------------------------------------------------------------
+def run_drill(name: str, args) -> int:
     from django.db import connections
 
-    pair = wait_for_sync_standby(args.standby_wait)
-    if pair is None:
-        print("No leader with a streaming synchronous standby: a leader kill would not fail over. "
-              "Check `make cluster ARGS=--status`.", file=sys.stderr)
-        return 2
-    old_leader, standby = pair
+    started = time.monotonic()
+
+    def clock() -> float:
+        return time.monotonic() - started
+
+    fault = FAULTS[name](args, clock, cluster_env())
+    shape = fault.prepare()
     run = secrets.token_hex(3)
     people = create_people(args.people, run)
     connections.close_all()
-    print(f"leader-kill drill {run}: {args.people} people through haproxy {BALANCER}; "
-          f"leader {old_leader['name']} (port {old_leader['port']}), synchronous standby {standby['name']}; "
-          f"SIGKILL of the leader's postmaster after {args.kill_after:g} s", flush=True)
+    log(f"{name} drill {run}: {args.people} people through haproxy {BALANCER}, one socket each; {shape}; "
+        f"the fault after {args.kill_after:g} s of load")
 
     outcomes: list[Outcome] = []
     lock = threading.Lock()
     stop = threading.Event()
+    first_commit: dict[str, float] = {}
     started = time.monotonic()
-    fault: dict[str, float] = {}
+    sockets_stop = threading.Event()  # after the last turn's answer, so its live update is seen
+    sockets = Sockets(people, clock, sockets_stop)
+    sockets.thread.start()
+    sockets.ready.wait(30)
+    started = time.monotonic()  # the load's clock starts with every socket open
 
-    def clock() -> float:
-        return time.monotonic() - started
+    def fault_time() -> float | None:
+        # After a repeated fault, the commit that counts follows the last one.
+        return fault.times.get("last", fault.times.get("at")) if fault.done.is_set() else None
 
     def person(index: int, key: str) -> None:
         for turn in range(args.max_turns):
@@ -208,147 +613,258 @@ def leader_kill(args) -> int:
             received = clock()
             with lock:
                 outcomes.append(Outcome(index, turn, sent, received, told, detail, note=note))
-                if told == "saved" and "at" in fault and sent >= fault["at"] and "first_commit" not in fault:
-                    fault["first_commit"] = received
+                at = fault_time()
+                if told == "saved" and at is not None and sent >= at and "first" not in first_commit:
+                    first_commit["first"] = received
             time.sleep(args.think)
 
-    def watch_leader() -> None:
-        while not stop.is_set():
-            current = leader()
-            if "at" in fault and current and current["name"] != old_leader["name"] and "new_leader" not in fault:
-                fault["new_leader"] = clock()
-                fault["new_leader_name"] = current["name"]
-            time.sleep(0.2)
-
-    threads = [threading.Thread(target=person, args=(i, key), daemon=True) for i, (_, key) in enumerate(people)]
-    watcher = threading.Thread(target=watch_leader, daemon=True)
+    threads = [threading.Thread(target=person, args=(i, p["token"]), daemon=True) for i, p in enumerate(people)]
     for thread in threads:
         thread.start()
-    watcher.start()
 
+    def watcher() -> None:
+        while not stop.is_set():
+            if "at" in fault.times:
+                fault.watch()
+            time.sleep(0.2)
+
+    watching = threading.Thread(target=watcher, daemon=True)
+    watching.start()
     time.sleep(args.kill_after)
-    pid = postmaster_pid(old_leader["name"])
-    fault["at"] = clock()
-    os.kill(pid, signal.SIGKILL)
-    print(f"  {fault['at']:.1f} s: SIGKILL to {old_leader['name']}'s postmaster (pid {pid})", flush=True)
+    injecting = threading.Thread(target=fault.inject, daemon=True)
+    injecting.start()
 
+    def first_live_update_after() -> float | None:
+        at = fault_time()
+        if at is None:
+            return None
+        with lock:
+            saved = [o for o in outcomes if o.told == "saved" and o.sent >= at]
+        return min((t for o in saved for t in sockets.updates.get(o.person, ()) if o.sent <= t <= o.received + 2),
+                   default=None)
+
+    readiness = Readiness(clock, stop)
+    readiness.thread.start()
     while True:
         now = clock()
-        if "first_commit" in fault and now - fault["first_commit"] >= args.after:
+        recovered = first_commit.get("first") if fault.recovery == "commit" else first_live_update_after()
+        if recovered is not None and now - recovered >= args.after:
             break
         if now >= args.deadline or not any(thread.is_alive() for thread in threads):
             break
         time.sleep(0.2)
+    injecting.join(max(1.0, args.deadline - clock()))
     stop.set()
     for thread in threads:
         thread.join(args.request_timeout + 5)
-    watcher.join(2)
+    watching.join(2)
+    time.sleep(1)
+    sockets_stop.set()
+    sockets.thread.join(5)
+    readiness.thread.join(5)
     load_seconds = clock()
+    fault.recover()
 
-    # Every person's memory, read on the leader itself (not through any pooler).
-    new_leader = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and new_leader is None:
-        current = leader()
-        if current and current.get("state") == "running":
-            new_leader = current
-        else:
-            time.sleep(0.5)
-    if new_leader is None:
+    # Every person's memory, events and versions, read on the leader itself (not through any pooler).
+    current = wait_until(lambda: (lambda m: m if m and m.get("state") == "running" else None)(leader()), 60, 0.5)
+    if current is None:
         print("No leader after the drill: memory cannot be read.", file=sys.stderr)
         return 1
-    from agentmemory import store
-
-    settings = connections["default"].settings_dict
-    settings.update(HOST="127.0.0.1", PORT=str(new_leader["port"]))
-    connections["default"].close()
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT pg_is_in_recovery()")
-        in_recovery = cursor.fetchone()[0]
-    if in_recovery:
-        print(f"{new_leader['name']} is in recovery: not the leader", file=sys.stderr)
+    truth = read_truth(current, people, run)
+    if truth is None:
         return 1
-    memory = {index: store.load_snapshot(user_id=user_id).memory for index, (user_id, _) in enumerate(people)}
     for outcome in outcomes:
-        outcome.stored = any(outcome.note in entry for entry in memory[outcome.person])
-    connections.close_all()
+        outcome.stored = any(outcome.note in entry for entry in truth["notes"][outcome.person])
+        sent_after = outcome.sent
+        outcome.live_update = next((t for t in sockets.updates.get(outcome.person, ())
+                                    if sent_after <= t <= outcome.received + 2), None)
 
+    at = fault.times.get("at")
     told = Counter(o.told for o in outcomes)
     lost = [o for o in outcomes if o.told == "saved" and not o.stored]
     lies = [o for o in outcomes if o.told in ("not_saved", "failed") and o.stored]
+    in_doubt = [o for o in outcomes if o.told == "in_doubt"]
     no_answer = [o for o in outcomes if o.told == "no_answer"]
     failures = Counter(o.detail for o in outcomes if o.told in ("failed", "no_answer"))
     not_saved = Counter(o.detail for o in outcomes if o.told == "not_saved")
-    after_fault = [o for o in outcomes if o.sent >= fault["at"]]
-    saved_after = [o.received for o in outcomes if o.told == "saved" and o.received >= fault["at"]]
-    in_flight = [o for o in outcomes if o.sent < fault["at"] <= o.received]
-    before = [o.received - o.sent for o in outcomes if o.received < fault["at"]]
+    after_fault = [o for o in outcomes if at is not None and o.sent >= at]
+    saved_after = [o.received for o in outcomes if o.told == "saved" and at is not None and o.received >= at]
+    in_flight = [o for o in outcomes if at is not None and o.sent < at <= o.received]
+    before = [o.received - o.sent for o in outcomes if at is None or o.received < at]
+    live_after = [o.live_update for o in after_fault if o.told == "saved" and o.live_update is not None]
+    saved_after_no_live = [o for o in after_fault if o.told == "saved" and o.live_update is None]
 
-    rejoined = wait_for_sync_standby(args.rejoin_wait) if args.rejoin_wait else None
+    def since(t):
+        return round(t - at, 2) if t is not None and at is not None else None
+
     figures = {
-        "run": run, "people": args.people, "turns": len(outcomes), "load_seconds": round(load_seconds, 1),
-        "old_leader": old_leader["name"], "new_leader": new_leader["name"],
-        "timeline": new_leader.get("timeline"),
+        "drill": name, "run": run, "people": args.people, "turns": len(outcomes),
+        "load_seconds": round(load_seconds, 1),
         "told": dict(told),
         "acknowledged_saves_lost": len(lost),
         "lies_the_other_way": len(lies),
+        "in_doubt": len(in_doubt), "in_doubt_stored": sum(1 for o in in_doubt if o.stored),
         "no_answer": len(no_answer), "no_answer_stored": sum(1 for o in no_answer if o.stored),
+        "partial_commits": truth["partial"],
+        "cross_person": truth["cross"],
         "failures": dict(failures), "answered_not_saved": dict(not_saved),
         "turns_sent_after_fault": len(after_fault),
-        "fault_to_new_leader_s": round(fault["new_leader"] - fault["at"], 2) if "new_leader" in fault else None,
-        "fault_to_first_saved_answer_s": round(min(saved_after) - fault["at"], 2) if saved_after else None,
+        "fault_to_first_saved_answer_s": since(min(saved_after, default=None)),
         "fault_to_first_commit_of_a_turn_sent_after_s": (
-            round(fault["first_commit"] - fault["at"], 2) if "first_commit" in fault else None),
+            round(first_commit["first"] - fault_time(), 2) if "first" in first_commit else None),
+        "fault_to_first_live_update_s": since(min(live_after, default=None)),
+        "saved_after_fault_without_live_update": len(saved_after_no_live),
+        "sockets_opened": sockets.opened, "sockets_closed": dict(sockets.closed),
+        "sockets_not_opened": dict(sockets.open_failures),
         "in_flight_at_fault": len(in_flight),
         "in_flight_longest_wait_s": round(max((o.received - o.sent for o in in_flight), default=0), 2),
         "turn_seconds_before_fault_p50": round(statistics.median(before), 2) if before else None,
-        "old_leader_back_as_sync_standby": bool(rejoined and rejoined[1]["name"] == old_leader["name"]),
+        "leader_after": current["name"],
+        "readyz_not_ready": readiness.summary(at),
+        "fault_times_s": {key: since(value) for key, value in fault.times.items()},
+        **fault.facts,
     }
-    out = CLUSTER / "drills" / f"leader-kill-{run}.json"
+    out = CLUSTER / "drills" / f"{name}-{run}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     records = [{k: v for k, v in asdict(o).items() if k != "note"} for o in outcomes]
     out.write_text(json.dumps({"figures": figures, "outcomes": records}, indent=1))
 
-    print(f"  turns: {len(outcomes)} in {load_seconds:.1f} s ({len(after_fault)} sent after the fault)")
-    print(f"  told: saved {told['saved']}, answered not saved {told['not_saved']}, "
-          f"failed {told['failed']}, no answer {told['no_answer']}")
-    print(f"  leader: {old_leader['name']} -> {new_leader['name']} (timeline {new_leader.get('timeline')}); "
-          f"fault -> new leader {figures['fault_to_new_leader_s']} s, "
-          f"fault -> first saved answer {figures['fault_to_first_saved_answer_s']} s "
-          f"(to a turn sent after the fault: {figures['fault_to_first_commit_of_a_turn_sent_after_s']} s)")
-    print(f"  in flight at the fault: {len(in_flight)}, longest wait {figures['in_flight_longest_wait_s']} s; "
-          f"turn time before the fault, p50: {figures['turn_seconds_before_fault_p50']} s")
-    print(f"  acknowledged saves lost: {len(lost)} (must be 0)")
-    print(f"  lies the other way (told not saved, but stored): {len(lies)}"
-          + (f" ({', '.join(sorted(set(o.detail for o in lies)))})" if lies else ""))
-    print(f"  no answer: {len(no_answer)}, of which stored: {figures['no_answer_stored']}")
-    print(f"  failed turns by code: {dict(failures) or 'none'}")
-    print(f"  answered, not saved: {dict(not_saved) or 'none'}")
-    if args.rejoin_wait:
-        print(f"  old leader back as synchronous standby within {args.rejoin_wait:g} s: "
-              f"{'yes' if figures['old_leader_back_as_sync_standby'] else 'no'}")
-    print(f"  outcomes: {out.relative_to(ROOT)}")
-    broken = lost or "first_commit" not in fault or new_leader["name"] == old_leader["name"]
-    return 1 if broken else 0
+    log(f"  turns: {len(outcomes)} in {load_seconds:.1f} s ({len(after_fault)} sent after the fault)")
+    log(f"  told: saved {told['saved']}, answered not saved {told['not_saved']}, in doubt {told['in_doubt']}, "
+        f"failed {told['failed']}, no answer {told['no_answer']}")
+    log(f"  fault: {json.dumps(figures['fault_times_s'])}; {json.dumps(fault.facts)}")
+    log(f"  fault -> first saved answer {figures['fault_to_first_saved_answer_s']} s "
+        f"(to a turn sent after the {'last ' if 'last' in fault.times else ''}fault: "
+        f"{figures['fault_to_first_commit_of_a_turn_sent_after_s']} s); "
+        f"fault -> first live update {figures['fault_to_first_live_update_s']} s")
+    log(f"  in flight at the fault: {len(in_flight)}, longest wait {figures['in_flight_longest_wait_s']} s; "
+        f"turn time before the fault, p50: {figures['turn_seconds_before_fault_p50']} s")
+    log(f"  acknowledged saves lost: {len(lost)} (must be 0)")
+    log(f"  lies the other way (told not saved, but stored): {len(lies)} (must be 0)"
+        + (f" ({', '.join(sorted(set(o.detail for o in lies)))})" if lies else ""))
+    log(f"  in doubt (could not be confirmed): {len(in_doubt)}, of which stored: {figures['in_doubt_stored']}")
+    log(f"  no answer: {len(no_answer)}, of which stored: {figures['no_answer_stored']}")
+    log(f"  partial commits: {truth['partial']} (must be 0); cross-person access: {truth['cross']} (must be 0)")
+    log(f"  failed turns by code: {dict(failures) or 'none'}")
+    log(f"  answered, not saved: {dict(not_saved) or 'none'}")
+    log(f"  sockets: {sockets.opened} opened, closed meanwhile {dict(sockets.closed) or 'none'}"
+        + (f", not opened {dict(sockets.open_failures)}" if sockets.open_failures else "")
+        + f"; saved turns after the fault without a live update: {len(saved_after_no_live)}")
+    log(f"  workers' /readyz while not ready (polled every 0.5 s): {json.dumps(figures['readyz_not_ready'])}")
+    log(f"  outcomes: {out.relative_to(ROOT)}")
+    problems = fault.ok()
+    if lost:
+        problems.append("acknowledged saves lost")
+    if lies:
+        problems.append("lies the other way")
+    if truth["partial"] or truth["cross"]:
+        problems.append("partial commits or cross-person access")
+    if "first" not in first_commit:
+        problems.append("no commit after the fault")
+    if fault.recovery == "live_update" and figures["fault_to_first_live_update_s"] is None:
+        problems.append("no live update after the fault")
+    if problems:
+        log(f"  FAILED: {'; '.join(problems)}")
+    return 1 if problems else 0
+
+
+def read_truth(current: dict, people: list[dict], run: str) -> dict | None:
+    """Notes stored per person, partial commits and cross-person notes, read on the leader's own port."""
+    from django.db import connections
+
+    from agentmemory import store
+    from agentmemory.models import MemoryDocument, MemoryEvent, MemoryVersion
+    from agentmemory.conf import memory_settings
+    from agentmemory.rules import parse_document
+
+    settings = connections["default"].settings_dict
+    saved = dict(HOST=settings["HOST"], PORT=settings["PORT"])
+    settings.update(HOST="127.0.0.1", PORT=str(current["port"]))
+    connections["default"].close()
+    try:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT pg_is_in_recovery()")
+            if cursor.fetchone()[0]:
+                print(f"{current['name']} is in recovery: not the leader", file=sys.stderr)
+                return None
+        notes, partial, cross = {}, 0, 0
+        kept = memory_settings().versions_kept
+        prefix = f"drill note {run}-"
+        for index, person in enumerate(people):
+            user_id = person["user_id"]
+            entries = store.load_snapshot(user_id=user_id).memory
+            mine = [entry for entry in entries if f"{prefix}{index}-" in entry]
+            notes[index] = entries
+            cross += sum(1 for entry in entries if prefix in entry and entry not in mine)
+            events = set(MemoryEvent.objects.filter(user_id=user_id, outcome="committed").values_list("id", flat=True))
+            versions = list(MemoryVersion.objects.filter(user_id=user_id, memory_type="memory")
+                            .order_by("id").values_list("event_id", "before", "after"))
+            versioned = {event_id for event_id, _, _ in versions}
+            if len(versions) >= kept:
+                # Older versions were pruned (AGENTMEMORY VERSIONS_KEPT): compare from the oldest kept on.
+                events = {event_id for event_id in events if event_id >= min(versioned)}
+            # A committed change without its version, or a version without its committed event.
+            partial += len(events - versioned) + len(versioned - events)
+            # A stored note that no committed change wrote (or that was there before the oldest kept one).
+            written = [entry for _, _, after in versions for entry in parse_document(after)]
+            if versions and len(versions) >= kept:
+                written += parse_document(versions[0][1])
+            partial += sum(1 for entry in mine if entry not in written)
+            # The document is what its latest change left.
+            document = (MemoryDocument.objects.filter(user_id=user_id, memory_type="memory")
+                        .values_list("content", flat=True).first() or "")
+            if versions and versions[-1][2] != document:
+                partial += 1
+            # Another person's note in this person's versions.
+            cross += sum(1 for entry in written if prefix in entry and f"{prefix}{index}-" not in entry)
+        return {"notes": notes, "partial": partial, "cross": cross}
+    finally:
+        connections["default"].close()
+        settings.update(saved)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("drill", nargs="?", default="leader-kill", choices=["leader-kill"])
+    parser.add_argument("drill", nargs="*", help=f"drills to run, in order: {', '.join(FAULTS)} (or all); "
+                                                  "default leader-kill")
+    parser.add_argument("--drill", "--drills", dest="drills", default="",
+                        help="comma-separated drills (the same as the positional names)")
+    parser.add_argument("--repeat", type=int, default=1, help="run each drill this many times")
     parser.add_argument("--people", type=int, default=20)
-    parser.add_argument("--kill-after", type=float, default=5.0, help="seconds of load before the kill")
+    parser.add_argument("--kill-after", type=float, default=5.0, help="seconds of load before the fault")
     parser.add_argument("--after", type=float, default=5.0,
-                        help="seconds of load after the first commit that follows the fault")
+                        help="seconds of load after the first commit that follows the (last) fault")
     parser.add_argument("--deadline", type=float, default=90.0, help="the load stops by then in any case")
     parser.add_argument("--max-turns", type=int, default=40, help="turns per person at most")
     parser.add_argument("--think", type=float, default=0.2, help="seconds between one person's turns")
     parser.add_argument("--request-timeout", type=float, default=30.0)
     parser.add_argument("--standby-wait", type=float, default=90.0,
-                        help="seconds to wait for a streaming synchronous standby before the kill")
+                        help="seconds to wait for a streaming synchronous standby before a leader fault")
     parser.add_argument("--rejoin-wait", type=float, default=60.0,
                         help="seconds to wait, after, for the old leader to come back as synchronous standby (0: don't)")
+    parser.add_argument("--kills", type=int, default=20, help="worker-kill: how many kills")
+    parser.add_argument("--kill-every", type=float, default=2.0, help="worker-kill: seconds between kills")
     args = parser.parse_args()
-    return leader_kill(args)
+    names = [n for part in [*args.drill, *args.drills.split(",")] for n in part.split(",") if n.strip()]
+    names = [n.strip() for n in names] or ["leader-kill"]
+    if names == ["all"]:
+        names = list(FAULTS)
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
+        parser.error(f"unknown drill {', '.join(unknown)}: one of {', '.join(FAULTS)} or all")
+
+    env = cluster_env()
+    os.environ.update(env)
+    os.environ.pop("OPENAI_API_KEY", None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    status = 0
+    for name in names:
+        for _ in range(args.repeat):
+            status |= run_drill(name, args)
+    return status
 
 
 if __name__ == "__main__":

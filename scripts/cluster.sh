@@ -185,6 +185,11 @@ start() {
     echo "APP_DB_PASSWORD=$APP_DB_PASSWORD"
   } >"$CLUSTER_DIR/secrets.env"
 
+  # The drills' load is one turn at a time per person, at a rate the default
+  # CHAT_TURN_RATE refuses; the concurrent-turn cap is raised too because a
+  # worker killed mid-turn keeps the person's slot for 15 minutes (the lease
+  # of chat/budget.py, a finding of the worker-kill drill, docs/reliability.md):
+  # at the default cap of 2, two kills lock a person out of chat.
   # The workers' environment: production settings (DEBUG off, a secret key,
   # allowed hosts), the database through PgBouncer, Redis's master found
   # through the three Sentinels (REDIS_URL gives only the database number).
@@ -205,6 +210,7 @@ REDIS_URL=redis://127.0.0.1/0
 REDIS_SENTINELS=$(printf '127.0.0.1:%s,' "${SENTINEL_PORTS[@]}" | sed 's/,$//')
 REDIS_SENTINEL_MASTER=agentmemory
 CHAT_TURN_RATE=1000/min
+CHAT_MAX_CONCURRENT_TURNS=1000
 EOF
 
   render deploy/etcd.conf.yml "$CLUSTER_DIR/etcd/etcd.conf.yml"
