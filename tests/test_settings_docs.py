@@ -3,6 +3,13 @@ settings table name the same set, and .env.example's values are the code's
 defaults (issue 30: four variables were missing from .env.example, four
 from the README, one from both).
 
+A variable whose default is computed from the setup (`default=not DEBUG`,
+`'off' if the port is 6432 else '5'`) is commented out in .env.example
+(`#NAME=`, with its rule): a fixed value there, copied to .env as the file
+suggests, differs from the computed default in some setup (issue 42: the
+API docs staff-only and cookies Secure under `make run`, prepared statements
+forced on a pooler). `test_computed_defaults_stay_commented_out` catches one.
+
 The code is parsed, not run: every `env.<cast>("NAME", ...)` of
 django-environ, `os.environ.get("NAME")`, `os.getenv("NAME")` and
 `os.environ["NAME"]` in config/, agentmemory/, chat/ and manage.py. A
@@ -102,15 +109,54 @@ def read_names() -> set[str]:
     return {read.name for read in env_reads()} - set(NOT_SETTINGS)
 
 
-def env_example() -> dict[str, str]:
-    """NAME -> value of each assignment in .env.example."""
+# Computed defaults that .env.example may still set: a secret's placeholder
+# (production refuses to start without a real one; DEBUG has its own).
+PLACEHOLDERS = {"SECRET_KEY": "change-me"}
+
+
+def env_example(text: str | None = None, *, commented: bool = False) -> dict[str, str]:
+    """NAME -> value of each assignment in .env.example (with `commented`, of each `#NAME=` line)."""
     values: dict[str, str] = {}
-    for line in (ROOT / ".env.example").read_text().splitlines():
-        match = re.fullmatch(r"([A-Z][A-Z0-9_]*)=(.*)", line)
+    pattern = r"#([A-Z][A-Z0-9_]*)=(.*)" if commented else r"([A-Z][A-Z0-9_]*)=(.*)"
+    for line in (text if text is not None else (ROOT / ".env.example").read_text()).splitlines():
+        match = re.fullmatch(pattern, line)
         if match:
             assert match.group(1) not in values, f"{match.group(1)} is in .env.example twice"
             values[match.group(1)] = match.group(2)
     return values
+
+
+def computed_defaults() -> dict[str, str]:
+    """NAME -> where, for each read whose default is an expression of the setup, not a literal."""
+    computed = {}
+    for path in SOURCES:
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(), filename=where)):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and NAME.fullmatch(node.args[0].value)):
+                continue
+            func = node.func
+            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                    and func.value.id in ENV_NAMES | {"os"} or _is_os_environ(getattr(func, "value", None))):
+                continue
+            default = next((keyword.value for keyword in node.keywords if keyword.arg == "default"), None)
+            if default is None and isinstance(func, ast.Attribute) and func.attr == "get" and len(node.args) > 1:
+                default = node.args[1]
+            if default is None:
+                continue
+            try:
+                _literal(default)
+            except ValueError:
+                computed[node.args[0].value] = where
+    return computed
+
+
+def fixed_computed_defaults(text: str) -> list[str]:
+    """The variables with a computed default that `text` (an .env.example) sets to a fixed value."""
+    active, commented = env_example(text), env_example(text, commented=True)
+    return sorted(f"{name} ({where})" for name, where in computed_defaults().items()
+                  if name in active and PLACEHOLDERS.get(name) != active[name]
+                  or name not in active and name in read_names() and name not in commented)
 
 
 def readme_settings() -> set[str]:
@@ -137,7 +183,7 @@ def test_the_scan_finds_the_reads():
 
 
 def test_env_example_lists_every_variable_the_code_reads_and_no_other():
-    names, documented = read_names(), set(env_example())
+    names, documented = read_names(), set(env_example()) | set(env_example(commented=True))
     assert sorted(names - documented) == [], "read by the code but missing from .env.example"
     assert sorted(documented - names) == [], "in .env.example but read by no code"
 
@@ -160,3 +206,25 @@ def test_env_example_values_are_the_code_defaults():
             differ.append(f"{read.name}: .env.example {value!r}, {read.where} {read.default!r}")
     assert differ == []
     assert compared > 40
+
+
+def test_computed_defaults_stay_commented_out():
+    computed = computed_defaults()
+    # The scan finds the setup-dependent defaults of config/settings.py.
+    assert {"API_DOCS_PUBLIC", "SECURE_COOKIES", "DATABASE_PREPARE_THRESHOLD", "DATABASE_URL"} <= set(computed)
+    assert fixed_computed_defaults((ROOT / ".env.example").read_text()) == []
+    # What it catches: the fixed values .env.example once gave (issue 42).
+    before = (ROOT / ".env.example").read_text().replace("#API_DOCS_PUBLIC=0", "API_DOCS_PUBLIC=0")
+    assert fixed_computed_defaults(before) == ["API_DOCS_PUBLIC (config/settings.py)"]
+    before = before.replace("#DATABASE_PREPARE_THRESHOLD=5", "DATABASE_PREPARE_THRESHOLD=5")
+    assert "DATABASE_PREPARE_THRESHOLD (config/settings.py)" in fixed_computed_defaults(before)
+
+
+def test_commented_out_lines_are_settings_with_their_rule():
+    lines = (ROOT / ".env.example").read_text().splitlines()
+    for index, line in enumerate(lines):
+        match = re.fullmatch(r"#([A-Z][A-Z0-9_]*)=.*", line)
+        if match:
+            assert match.group(1) in computed_defaults(), f"{match.group(1)} has a literal default: set it"
+            assert lines[index - 1].startswith("# ") and "efault" in "\n".join(lines[max(0, index - 4):index]), \
+                f"{match.group(1)}: say the rule of its default in the comment above it"
