@@ -52,22 +52,36 @@ DATABASE_DOWN = ("The database did not answer, so this request could not be comp
                  "your memory page shows what is stored.")
 
 
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether a database error means the database cannot serve us now (not a bug of ours).
+
+    Connection errors (`OperationalError`, `InterfaceError`), and SQLSTATE class 25
+    (invalid transaction state) from the driver: a server still read-only while it is
+    promoted, or a pooled transaction whose server connection died under it, raised as
+    `InternalError` during the leader-kill drill.
+    """
+    from django.db import InterfaceError, InternalError, OperationalError
+
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        return True
+    return isinstance(exc, InternalError) and str(getattr(exc.__cause__, "sqlstate", "") or "").startswith("25")
+
+
 def api_exception_handler(exc, context):
     """DRF's handler, plus: parse errors carry a `code`; a RecursionError is a 400, never a 500;
     a database that does not answer is a JSON 503 `database_unavailable`, never an HTML 500."""
     # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES, which names this module.
-    from django.db import InterfaceError, OperationalError
     from rest_framework.response import Response
     from rest_framework.views import exception_handler
 
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    if database_unavailable(exc):
         # A failover, a pooler restart, a database down. Most often it is the token or session
         # lookup of DRF's authentication (`request.user`), which runs before the view: the
         # request's user was never set, and nothing ran.
         request = context.get("request")
         signing_in = request is not None and not hasattr(request, "_user")
-        logger.warning("API database error: %s (%s)", type(exc).__name__,
-                       "authentication" if signing_in else "view")
+        logger.warning("API database error: %s %s (%s)", type(exc).__name__,
+                       getattr(exc.__cause__, "sqlstate", None) or "-", "authentication" if signing_in else "view")
         response = Response({"code": "database_unavailable",
                              "detail": DATABASE_DOWN_AT_SIGN_IN if signing_in else DATABASE_DOWN},
                             status=status.HTTP_503_SERVICE_UNAVAILABLE)

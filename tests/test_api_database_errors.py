@@ -8,8 +8,9 @@ memory routes already answered `database_unavailable` (their own
 `handle_exception`). Here the lookup, or the view after it, raises the
 errors psycopg raises when its server goes away.
 """
+import psycopg
 import pytest
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -68,3 +69,37 @@ def test_a_database_error_in_the_view_does_not_claim_nothing_ran(user, monkeypat
     assert response.json()["code"] == "database_unavailable"
     assert "nothing was done" not in response.json()["detail"]
     assert "memory page shows what is stored" in response.json()["detail"]
+
+
+def read_only() -> InternalError:
+    """What Django raises when a server being promoted still refuses writes (SQLSTATE 25006)."""
+    try:
+        raise InternalError("cannot execute INSERT in a read-only transaction") from psycopg.errors.ReadOnlySqlTransaction()
+    except InternalError as error:
+        return error
+
+
+def test_a_transaction_state_error_during_a_failover_is_a_json_503(user, monkeypatch):
+    client = token_client(user)
+
+    def lookup_fails(self, key):
+        raise read_only()
+
+    monkeypatch.setattr(TokenAuthentication, "authenticate_credentials", lookup_fails)
+    response = client.post("/api/chat/turns/", {"content": "hello", "conversation_id": None}, format="json")
+    assert response.status_code == 503
+    assert response.json()["code"] == "database_unavailable"
+
+
+def test_any_other_internal_error_stays_a_server_error(user, monkeypatch):
+    client = token_client(user)
+
+    def lookup_fails(self, key):
+        try:
+            raise InternalError("internal") from psycopg.errors.InternalError_()
+        except InternalError as error:
+            raise error
+
+    monkeypatch.setattr(TokenAuthentication, "authenticate_credentials", lookup_fails)
+    with pytest.raises(InternalError):  # the test client re-raises what would be a 500
+        client.post("/api/chat/turns/", {"content": "hello", "conversation_id": None}, format="json")
