@@ -96,9 +96,10 @@ def memory_settings() -> MemorySettings:
     """Return the settings in force, with defaults for what is not set.
 
     Built once per AGENTMEMORY dict (it is read on every commit and several
-    times a turn): a new dict, as `override_settings` or an assignment
-    installs, is read afresh. Change the setting by replacing the dict, not
-    by editing it in place.
+    times a turn) and built afresh when Django's `setting_changed` signal
+    names AGENTMEMORY (`override_settings`, pytest-django's `settings`
+    fixture: `reset`, connected in `apps.py`) or a new dict is assigned.
+    An edit in place of the live dict is not seen until one of those.
     """
     global _built
     source = getattr(settings, "AGENTMEMORY", None)
@@ -108,6 +109,13 @@ def memory_settings() -> MemorySettings:
     built = _build(source or {})
     _built = (source, built)
     return built
+
+
+def reset(*, setting: str = "AGENTMEMORY", **kwargs) -> None:
+    """Forget the built settings (a `setting_changed` receiver: only AGENTMEMORY resets them)."""
+    global _built
+    if setting == "AGENTMEMORY":
+        _built = (None, None)
 
 
 def _build(configured) -> MemorySettings:
