@@ -74,6 +74,9 @@ from django.utils import timezone
 
 from .conf import memory_settings
 from .models import IdempotencyKey
+# Below this module: the store raises and catches these too, so they live in
+# it and the store never imports from here (tests/test_import_graph.py).
+from .store.errors import AlreadyCommitted, UnknownUser
 
 HEADER = "Idempotency-Key"
 # Set on every answer given from a stored result instead of a new run.
@@ -135,14 +138,6 @@ class InProgress(Exception):
         super().__init__(KEY_IN_USE_MESSAGE)
         self.message = KEY_IN_USE_MESSAGE
         self.retry_after = retry_after
-
-
-class AlreadyCommitted(Exception):
-    """A commit under this key already stands; nothing was committed now. `outcome` is the first one's."""
-
-    def __init__(self, outcome: Mapping) -> None:
-        super().__init__("a commit under this idempotency key already stands")
-        self.outcome = dict(outcome)
 
 
 @dataclass(frozen=True)
@@ -229,8 +224,6 @@ def claim(*, user_id, key: str, fingerprint: str, lease_seconds: float) -> Claim
         row = IdempotencyKey.objects.filter(user_id=user_id, key_digest=digest).first()
         if row is None:
             if not get_user_model()._default_manager.filter(pk=user_id).exists():
-                from .store import UnknownUser
-
                 raise UnknownUser("No account has this id; memory belongs only to existing accounts.")
             continue  # released or erased meanwhile: try again
         if row.expires_at <= now:

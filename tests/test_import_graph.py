@@ -91,3 +91,29 @@ def test_templates_use_only_agentmemory_and_admin_templates_and_urls():
             if name.split(":")[0] not in ("agentmemory", "admin"):
                 problems.append(f"{path.relative_to(templates)} reverses {name}")
     assert problems == []
+
+
+def test_the_store_imports_nothing_from_idempotency():
+    """The store stands under idempotency (issue 42): `agentmemory.idempotency` imports the store, never
+    the other way round, so the names both use (UnknownUser, AlreadyCommitted) live in agentmemory/store/."""
+    store_modules = sorted((APP / "store").rglob("*.py"))
+    assert len(store_modules) > 5
+    offenders = []
+    for path in store_modules:
+        module = ".".join(path.relative_to(APP.parent).with_suffix("").parts)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        offenders += [f"{path.relative_to(APP.parent)}: import {name}" for name in imported_names(tree, module)
+                      if name == "agentmemory.idempotency" or name.startswith("agentmemory.idempotency.")]
+        # `from .. import idempotency` names the module as an imported name, not a module path.
+        offenders += [f"{path.relative_to(APP.parent)}:{node.lineno}: from {'.' * node.level}{node.module or ''} "
+                      f"import idempotency" for node in ast.walk(tree)
+                      if isinstance(node, ast.ImportFrom) and any(alias.name == "idempotency" for alias in node.names)]
+    assert offenders == []
+
+
+def test_idempotency_keeps_its_public_names():
+    from agentmemory import idempotency, store
+
+    assert idempotency.AlreadyCommitted is store.errors.AlreadyCommitted
+    assert idempotency.AlreadyCommitted.__module__ == "agentmemory.idempotency"
+    assert idempotency.UnknownUser is store.UnknownUser

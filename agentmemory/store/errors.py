@@ -8,6 +8,7 @@ carry, and every caller imports them from there.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
 # lock_not_available (lock_timeout) and query_canceled (statement_timeout).
@@ -37,6 +38,23 @@ class InactiveUser(UnknownUser):
 
 class MemoryTurnedOff(Exception):
     """The person turned memory off (their switch): an agent's commit is refused."""
+
+
+class AlreadyCommitted(Exception):
+    """A commit under this key already stands; nothing was committed now. `outcome` is the first one's.
+
+    Raised by `idempotency.CommitGuard` under the person's lock, inside the
+    store's commit; defined here, below both, so the store imports nothing
+    from `agentmemory.idempotency`. Its public home stays
+    `agentmemory.idempotency.AlreadyCommitted`.
+    """
+
+    def __init__(self, outcome: Mapping) -> None:
+        super().__init__("a commit under this idempotency key already stands")
+        self.outcome = dict(outcome)
+
+
+AlreadyCommitted.__module__ = "agentmemory.idempotency"
 
 
 class CommitOutcomeUnknown(Exception):
