@@ -31,6 +31,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from .conf import memory_settings
+from . import signals
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .rules import MemoryValidationError, Operation, normalize_text, summarize
 from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person
@@ -167,6 +168,8 @@ def create(
             guard.record(proposal_id=proposal.pk)
         if cancelled():
             raise CommitCancelled()
+        signals.send_after_commit(signals.proposal_created, MemoryProposal, user_id=user_id, proposal_id=proposal.pk,
+                                  operation_count=len(operations))
     return proposal.pk
 
 
@@ -279,6 +282,8 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
             rejection = exc  # the commit recorded the rejection; the proposal stays for the person to discard
         else:
             row.delete()
+            signals.send_after_commit(signals.proposal_saved, MemoryProposal, user_id=user_id,
+                                      proposal_id=proposal_id, change_id=result.change_id)
     if rejection is not None:
         raise rejection
     return result
@@ -302,6 +307,7 @@ def discard(*, user_id, proposal_id) -> None:
             user_id=user_id, actor=Actor.USER, outcome=Outcome.DISCARDED, operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions, error_code="proposal_discarded",
         )
+        signals.send_after_commit(signals.proposal_discarded, MemoryProposal, user_id=user_id, proposal_id=proposal_id)
 
 
 def expire(*, now: datetime | None = None) -> int:

@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.module_loading import import_string
 
-from . import idempotency, preferences, proposals, versions
+from . import idempotency, preferences, proposals, signals, versions
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
@@ -177,6 +177,8 @@ def record_staff_views(*, user_ids, staff, viewed: str, targets=None) -> int:
                     targets=dict(targets or {}), staff=staff, staff_username=staff.get_username())
         for user_id in people
     ])
+    signals.send_after_commit(signals.memory_viewed_by_staff, MemoryEvent, user_ids=tuple(people), staff_id=staff.pk,
+                              viewed=viewed)
     return len(people)
 
 

@@ -1,28 +1,48 @@
-"""Keep account deletion and memory commits from interleaving; make SQLite forget deleted bytes.
+"""Signals a host project can hook: sent after the transaction commits, carrying ids and counts, never content.
 
-On SQLite a deleted row's bytes stay in the database file (a free page or
-the free space of a page) until something overwrites them: erased memory
-would still be readable from the file. Every SQLite connection is opened
-with `PRAGMA secure_delete = ON`, which zeroes what a delete frees. It
-applies to the whole database, chat messages included.
+Like Django's own (`django.contrib.auth.signals`), this module only defines
+them; the app's receivers of Django's signals live in `receivers.py`. Every
+signal is sent with `send_robust` from `transaction.on_commit`: a change that
+rolls back sends nothing, and a receiver that raises is logged (its type
+only) without undoing or failing what was committed. Receivers run in the
+thread that committed (a request's, or a turn's worker thread); keep them
+short, or hand the work to a queue.
+
+| signal | sender | keyword arguments |
+|---|---|---|
+| `memory_committed` | `MemoryDocument` | `user_id`, `change_id`, `actor`, `changed` (documents touched: "user", "memory"), `operation_count` |
+| `memory_erased` | `MemoryDocument` | `user_id`, `actor`, `removed` (kind -> count, the receipt) |
+| `proposal_created` | `MemoryProposal` | `user_id`, `proposal_id`, `operation_count` |
+| `proposal_saved` | `MemoryProposal` | `user_id`, `proposal_id`, `change_id` (None when nothing changed) |
+| `proposal_discarded` | `MemoryProposal` | `user_id`, `proposal_id` |
+| `memory_viewed_by_staff` | `MemoryEvent` | `user_ids`, `staff_id`, `viewed` (what kind of thing) |
+
+docs/integration.md has an example receiver.
 """
-from django.conf import settings
-from django.db.backends.signals import connection_created
-from django.db.models.signals import pre_delete
-from django.dispatch import receiver
+from __future__ import annotations
 
-from . import store
+import logging
+
+from django.db import transaction
+from django.dispatch import Signal
+
+logger = logging.getLogger(__name__)
+
+memory_committed = Signal()
+memory_erased = Signal()
+proposal_created = Signal()
+proposal_saved = Signal()
+proposal_discarded = Signal()
+memory_viewed_by_staff = Signal()
 
 
-@receiver(pre_delete, sender=settings.AUTH_USER_MODEL, dispatch_uid="agentmemory_lock_owner_for_deletion")
-def lock_owner_for_deletion(sender, instance, using, **kwargs) -> None:
-    """Take the person's memory lock before their rows are deleted (see store)."""
-    store.lock_owner_for_deletion(user_id=instance.pk)
+def send_after_commit(signal: Signal, sender, **kwargs) -> None:
+    """Send `signal` once the current transaction commits (at once outside one); never with content."""
 
+    def send() -> None:
+        for receiver, response in signal.send_robust(sender=sender, **kwargs):
+            if isinstance(response, Exception):
+                logger.warning("agentmemory signal receiver %s failed: %s",
+                               getattr(receiver, "__qualname__", "receiver"), type(response).__name__)
 
-@receiver(connection_created, dispatch_uid="agentmemory_sqlite_secure_delete")
-def sqlite_secure_delete(sender, connection, **kwargs) -> None:
-    """Zero what deletes free on every new SQLite connection (no-op on other databases)."""
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA secure_delete = ON")
+    transaction.on_commit(send)

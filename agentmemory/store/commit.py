@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
-from .. import provenance
+from .. import provenance, signals
 from ..conf import memory_settings
-from ..models import SCHEMA_VERSION, Actor, ChangeKind, Outcome
+from ..models import SCHEMA_VERSION, Actor, ChangeKind, MemoryDocument, Outcome
 from ..rules import (
     MemoryValidationError,
     Operation,
@@ -218,8 +218,12 @@ def commit_operations(
             raise
 
     result = _result(updated, changed, retry_count, started, outcome, limits, change_id)
-    if not outermost and change_id is not None:
-        note_written(user_id=user_id, change_id=change_id, result=result)  # for the caller's `commit_watch`
+    if change_id is not None:
+        if not outermost:
+            note_written(user_id=user_id, change_id=change_id, result=result)  # for the caller's `commit_watch`
+        # At once when this was the transaction; when the caller's commits, inside one (never on a rollback).
+        signals.send_after_commit(signals.memory_committed, MemoryDocument, user_id=user_id, change_id=change_id,
+                                  actor=actor, changed=tuple(changed), operation_count=len(operations))
     return result
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import F
 
-from .. import provenance
+from .. import provenance, signals
 from ..models import (
     Actor,
     IdempotencyKey,
@@ -105,6 +105,8 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
             user_id=user_id, actor=actor, outcome=Outcome.ERASED, actions=removed,
             user_characters=0, memory_characters=0, duration_ms=_elapsed_ms(started),
         )
+        signals.send_after_commit(signals.memory_erased, MemoryDocument, user_id=user_id, actor=actor,
+                                  removed=dict(removed))
     return Erased(removed=removed, at=event.created_at)
 
 
