@@ -31,6 +31,7 @@ from .search import (
     handle_conversation_search,
 )
 from .search import TOOL_NAME as SEARCH_TOOL_NAME
+from .sse import EventTooLarge
 from .text_calls import TextCallFilter
 
 logger = logging.getLogger(__name__)
@@ -258,6 +259,8 @@ class RequestAgent:
                     if isinstance(pieces, list):
                         for position, fragment in enumerate(pieces):
                             _assemble(fragments, fragment, position)
+        except EventTooLarge:
+            too_long = True  # one streamed event past CHAT_MAX_SSE_EVENT_BYTES: the block closed the stream
         except openai.APIStatusError as exc:
             raise ModelError("model_error", "The assistant could not answer just now. Try again.") from exc
         except (openai.APIError, httpx2.HTTPError) as exc:

@@ -47,7 +47,7 @@ class ChunkStream(AsyncStream[object]):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._decoder = LeanDecoder()
+        self._decoder = LeanDecoder(max_event_bytes=settings.CHAT_MAX_SSE_EVENT_BYTES)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,12 @@ line. It follows the SSE format as the SDK's decoder does: `\\n`, `\\r\\n` or
 its blank line dropped. `chat.llm.ChunkStream` gives it to the SDK's own
 stream class, which keeps everything else ([DONE], error events, timeouts,
 a broken connection, closing the response).
+
+One event is at most `max_event_bytes` long (CHAT_MAX_SSE_EVENT_BYTES, 1 MiB
+by default, the cap of the HTTP client the SDK uses): a server that never
+ends an event would otherwise grow the worker's memory until the turn's
+deadline. Past it the decoder raises `EventTooLarge`, and the turn ends as
+an answer cut off at its length limit (`chat.agent`).
 """
 from __future__ import annotations
 
@@ -33,16 +39,24 @@ class Event:
         return json.loads(self.data)
 
 
+class EventTooLarge(ValueError):
+    """One event of the stream grew past the decoder's `max_event_bytes` (its size only, never its text)."""
+
+
 class LeanDecoder:
     """Decode an SSE byte stream into events (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int | None = None) -> None:
         self._last_id: str | None = None
+        self.max_event_bytes = max_event_bytes
 
     async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Event]:
         pending = b""
+        cap = self.max_event_bytes
         async for piece in iterator:
             events, pending = self._feed(pending, piece)
+            if cap is not None and (len(pending) > cap or any(len(event.data) > cap for event in events)):
+                raise EventTooLarge(f"an event of the stream is longer than {cap:,} bytes")
             for event in events:
                 yield event
         for event in self._feed(pending, b"", end=True)[0]:

@@ -388,6 +388,9 @@ CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=8000)
 # token cap: past it the stream is closed and the answer is cut off, as at
 # the token cap ("finish_reason": "length": incomplete, nothing saved).
 CHAT_MAX_REPLY_CHARS = env.int("CHAT_MAX_REPLY_CHARS", default=500000)
+# The longest one event of the model's stream may be (chat/sse.py): a server that never ends an event
+# is cut off here rather than growing the worker's memory (the SDK's HTTP client caps it at 1 MiB too).
+CHAT_MAX_SSE_EVENT_BYTES = env.int("CHAT_MAX_SSE_EVENT_BYTES", default=1_048_576)
 # One deadline for a whole turn's model work: every round, the client's retries
 # and a fallback model. Past it the model's stream is closed, nothing is saved,
 # and the person's turn slot is free at once.
