@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import logging
 import math
+import pickle
 import time
 import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
 from rest_framework.throttling import ScopedRateThrottle
 
 from agentmemory.throttling import FailOpenThrottle, not_counted
@@ -180,10 +182,9 @@ class Slot:
     def release(self) -> None:
         if not self.key:
             return
-        store = _process_cache if self.local else cache
+        store = _process_cache if self.local else caches[DEFAULT_CACHE_ALIAS]
         try:
-            if store.get(self.key) == self.token:
-                store.delete(self.key)
+            delete_if_held(store, self.key, self.token)
         except Exception as exc:  # the lease expires by itself
             logger.warning("turn slot not released: cache error %s", type(exc).__name__)
 
@@ -280,8 +281,40 @@ class _locked:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.token and cache.get(self.key) == self.token:
-            cache.delete(self.key)
+        if self.token:
+            delete_if_held(caches[DEFAULT_CACHE_ALIAS], self.key, self.token)
+
+
+# --- releasing what one holds ------------------------------------------------------------
+
+# Delete the key only while it still holds this token, in one step on the Redis server.
+_RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+def delete_if_held(store, key: str, token: str) -> bool:
+    """Delete `key` only while it holds `token`, atomically; return True when it was deleted.
+
+    A slot or lock is leased: read-then-delete would let a lease that
+    expires between the two free what another worker took since. On Redis
+    it is one script (compare and delete on the server); in this process's
+    memory (LocMemCache) the check and the delete hold the cache's own lock.
+    Another backend falls back to read-then-delete. Pass the backend itself
+    (`caches[alias]`), not the `cache` proxy.
+    """
+    if isinstance(store, RedisCache):
+        full = store.make_and_validate_key(key)
+        client = store._cache.get_client(full, write=True)
+        return bool(client.eval(_RELEASE_SCRIPT, 1, full, store._cache._serializer.dumps(token)))
+    if isinstance(store, LocMemCache):
+        full = store.make_and_validate_key(key)
+        with store._lock:
+            held = full in store._cache and not store._has_expired(full)
+            if held and pickle.loads(store._cache[full]) == token:
+                return store._delete(full)
+            return False
+    if store.get(key) == token:
+        return bool(store.delete(key))
+    return False
 
 
 # --- the REST side ---------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""A turn slot's release is one compare-and-delete on Redis (issue 41): a lease that
+expires between a read and a delete can never free the slot another worker took since.
+
+Two processes share one Redis: this one holds a slot; its lease expires at the worst
+moment (right after a read-then-delete would have read its own token) and another
+process (a separate Python interpreter, the project's settings with REDIS_URL) takes
+the same slot. The release that follows must leave the other worker's slot alone.
+With the old `get` then `delete` it freed it. Without Redis this skips (fails under
+REQUIRE_REDIS=1).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+
+from chat import budget
+
+pytestmark = [pytest.mark.multiprocess]
+
+ROOT = Path(__file__).resolve().parents[2]
+TAKE_IN_ANOTHER_PROCESS = """
+import django
+django.setup()
+from chat import budget
+slot = budget.acquire_turn({user_id})
+print(slot.key if slot else "", slot.token if slot else "")
+"""
+
+
+def take_in_another_process(redis_url: str, user_id: int) -> tuple[str, str]:
+    env = {**os.environ, "REDIS_URL": redis_url, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_SENTINELS", None)
+    done = subprocess.run([sys.executable, "-c", TAKE_IN_ANOTHER_PROCESS.format(user_id=user_id)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    key, token = done.stdout.strip().splitlines()[-1].split(" ")
+    return key, token
+
+
+@pytest.fixture
+def shared_cache(settings, redis_url):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
+                                   "KEY_PREFIX": "chat"}}
+    settings.CHAT_MAX_CONCURRENT_TURNS = 1
+    yield redis_url
+    cache.clear()
+
+
+def test_a_lease_expiring_between_check_and_delete_never_frees_another_workers_slot(shared_cache, monkeypatch):
+    user_id = 4242
+    mine = budget.acquire_turn(user_id)
+    assert mine is not None and not mine.local
+    theirs: dict = {}
+
+    def lease_expires_and_the_other_worker_takes_the_slot() -> None:
+        cache.delete(mine.key)  # the lease ran out
+        theirs["key"], theirs["token"] = take_in_another_process(shared_cache, user_id)
+
+    real_get = cache.get
+
+    def read_then_lease_expires(key, *args, **kwargs):
+        value = real_get(key, *args, **kwargs)
+        if key == mine.key and not theirs:
+            lease_expires_and_the_other_worker_takes_the_slot()
+        return value
+
+    monkeypatch.setattr(cache, "get", read_then_lease_expires)
+    mine.release()
+    if not theirs:  # the release read nothing a lease could expire after: it expires now
+        lease_expires_and_the_other_worker_takes_the_slot()
+    monkeypatch.undo()
+
+    assert theirs["key"] == mine.key and theirs["token"] != mine.token, "the other worker took the same slot"
+    assert cache.get(mine.key) == theirs["token"], "the other worker's slot is still taken"
+    assert budget.acquire_turn(user_id) is None, "so this person's one slot is in use"
+    budget.Slot(theirs["key"], theirs["token"]).release()
+    assert budget.acquire_turn(user_id) is not None, "its owner's release frees it"
+
+
+def test_the_socket_registry_lock_is_released_only_by_its_holder(shared_cache):
+    lock = budget._locked("sockets:77")
+    with lock:
+        assert cache.get(lock.key) == lock.token
+        cache.set(lock.key, "another-holder", timeout=5)  # our lease ran out and another process took the lock
+    assert cache.get(lock.key) == "another-holder"
+
+
+def test_the_process_cache_releases_only_its_own_token():
+    store = budget._process_cache
+    store.set("turns:running:test:0", "a", timeout=60)
+    assert not budget.delete_if_held(store, "turns:running:test:0", "b")
+    assert store.get("turns:running:test:0") == "a"
+    assert budget.delete_if_held(store, "turns:running:test:0", "a")
+    assert store.get("turns:running:test:0") is None
