@@ -14,6 +14,11 @@ Usage, from a script in bench/ run as `python bench/<name>.py`:
         from agentmemory import store      # Django is set up from here on
         samples.append(...)                # time.perf_counter_ns() deltas
     print(_setup.latency_figures(samples)) # {"n", "median_ms", "p99_ms"}
+
+With BENCH_TEMPLATE_DATABASE set (bench/run_all.py --smoke sets it), each
+scratch database is created as a copy of that already migrated database
+instead of being migrated (3 s of CPU each, most of a smoke run's);
+`python bench/_setup.py template NAME` makes one and `drop NAME` drops it.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
+TEMPLATE_ENV = "BENCH_TEMPLATE_DATABASE"
 
 
 class PostgresUnavailable(SystemExit):
@@ -100,9 +106,14 @@ def bench_database(*, name: str, also: Sequence[str] = (), database_url: str | N
     from psycopg import sql
 
     names = [name, *also]
+    template = os.environ.get(TEMPLATE_ENV)
     for each in names:
         _drop(admin, each)
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(each)))
+        if template:  # already migrated (bench/run_all.py --smoke)
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(each),
+                                                                         sql.Identifier(template)))
+        else:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(each)))
     os.environ["DATABASE_URL"] = _with_database(url, name)
     try:
         setup_django()
@@ -110,7 +121,8 @@ def bench_database(*, name: str, also: Sequence[str] = (), database_url: str | N
 
         for each in reversed(names):
             use_database(each)
-            call_command("migrate", verbosity=0, interactive=False)
+            if not template:
+                call_command("migrate", verbosity=0, interactive=False)
         yield os.environ["DATABASE_URL"]
     finally:
         try:
@@ -121,6 +133,34 @@ def bench_database(*, name: str, also: Sequence[str] = (), database_url: str | N
             pass
         for each in names:
             _drop(admin, each)
+        admin.close()
+
+
+def create_template(name: str, database_url: str | None = None) -> None:
+    """Create and migrate database `name`, for BENCH_TEMPLATE_DATABASE; it is left in place (see drop)."""
+    url = server_url(database_url)
+    admin = _admin_connection(url)
+    from psycopg import sql
+
+    try:
+        _drop(admin, name)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        os.environ["DATABASE_URL"] = _with_database(url, name)
+        setup_django()
+        from django.core.management import call_command
+        from django.db import connections
+
+        call_command("migrate", verbosity=0, interactive=False)
+        connections.close_all()  # a template must have no session when it is copied
+    finally:
+        admin.close()
+
+
+def drop_database(name: str, database_url: str | None = None) -> None:
+    admin = _admin_connection(server_url(database_url))
+    try:
+        _drop(admin, name)
+    finally:
         admin.close()
 
 
@@ -158,3 +198,9 @@ def latency_figures(samples_ns: Sequence[int]) -> dict[str, float | int]:
         "median_ms": round(statistics.median(ordered) / 1e6, 3),
         "p99_ms": round(ordered[rank - 1] / 1e6, 3),
     }
+
+
+if __name__ == "__main__":
+    # python bench/_setup.py template NAME | drop NAME (bench/run_all.py --smoke)
+    action, database = sys.argv[1:3]
+    {"template": create_template, "drop": drop_database}[action](database)
