@@ -5,9 +5,11 @@ own proxies added was written by the client and proves nothing. With
 NUM_PROXIES=0 (the default: daphne faces the clients) the address is the
 socket's peer, REMOTE_ADDR, and the header is ignored; with NUM_PROXIES=1
 (nginx in front, as documented) it is the last entry, the one nginx added.
-This is DRF's rule (`NUM_PROXIES` in REST_FRAMEWORK, used by every
-throttle); login lock-outs (django-axes) use this function, so both agree
-(`sign_in_source`, which counts an IPv6 client by its /64).
+The rule is `agentmemory.throttling.client_address` (REST_FRAMEWORK's
+`NUM_PROXIES`, which settings.py sets from NUM_PROXIES): every throttle's
+`get_ident` and login lock-outs (django-axes, through `sign_in_source`,
+which counts an IPv6 client by its /64) call that one function, so they
+always name the same client.
 Do not run daphne with --proxy-headers: it takes the first, client-written
 entry as the peer address.
 """
@@ -15,20 +17,11 @@ from __future__ import annotations
 
 import ipaddress
 
-from django.conf import settings
+from agentmemory import throttling
 
 
-def client_address(request) -> str:
-    meta = request.META
-    remote = meta.get("REMOTE_ADDR", "") or ""
-    proxies = settings.NUM_PROXIES
-    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
-    if not proxies or not forwarded:
-        return remote
-    addresses = [address.strip() for address in forwarded.split(",") if address.strip()]
-    if not addresses:
-        return remote
-    return addresses[-min(proxies, len(addresses))]
+# One rule for the whole project: the app's throttles key anonymous callers on it too.
+client_address = throttling.client_address
 
 
 def sign_in_source(request) -> str:

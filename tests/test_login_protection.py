@@ -125,17 +125,40 @@ def test_sign_in_source_counts_an_ipv6_client_by_its_block():
     assert sign_in_source(factory.get("/", REMOTE_ADDR="192.0.2.8")) == "192.0.2.8"
 
 
+def proxies(count: int):
+    """NUM_PROXIES as settings.py hands it on: DRF's REST_FRAMEWORK["NUM_PROXIES"], the one rule's input."""
+    from django.conf import settings
+
+    return override_settings(NUM_PROXIES=count, REST_FRAMEWORK={**settings.REST_FRAMEWORK, "NUM_PROXIES": count})
+
+
 def test_client_address_trusts_exactly_num_proxies():
     factory = RequestFactory()
     request = factory.get("/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.9")
-    with override_settings(NUM_PROXIES=0):
+    with proxies(0):
         assert client_address(request) == "127.0.0.1"  # no proxy trusted: the header is the client's own words
-    with override_settings(NUM_PROXIES=1):
+    with proxies(1):
         assert client_address(request) == "203.0.113.9"  # the entry nginx appended
-    with override_settings(NUM_PROXIES=2):
+    with proxies(2):
         assert client_address(request) == "6.6.6.6"
-    with override_settings(NUM_PROXIES=1):
+    with proxies(1):
         assert client_address(factory.get("/", REMOTE_ADDR="127.0.0.1")) == "127.0.0.1"
+
+
+def test_sign_in_and_every_throttle_name_the_same_client():
+    """One rule: DRF's own get_ident counted an empty X-Forwarded-For entry ("a, ,b"); ours does not."""
+    from agentmemory.api.base import MemoryWriteThrottle
+    from chat.budget import ChatTurnThrottle
+
+    factory = RequestFactory()
+    forged = factory.get("/", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.9, , ")
+    with proxies(1):
+        address = client_address(forged)
+        assert address == "203.0.113.9"
+        assert sign_in_source(forged) == address
+        for throttle in (ChatTurnThrottle(), MemoryWriteThrottle()):
+            assert throttle.get_ident(forged) == address
+        assert ScopedRateThrottle().get_ident(forged) == "", "DRF's own rule takes the empty entry"
 
 
 def test_the_eval_throttle_is_not_bypassed_with_a_new_forwarded_for_each_time(settings, monkeypatch):
