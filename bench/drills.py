@@ -357,13 +357,16 @@ class WorkerKill(Fault):
     def inject(self):
         env = self.worker_env()
         for number in range(self.args.kills):
-            # The next worker that is ready, while another one is ready too (never the last one standing).
+            # The next worker whose process answers, while another one answers too (never the last
+            # one standing). /healthz, not /readyz: under this load /readyz can take seconds.
             port = None
-            for _ in range(int(30 / 0.2)):
-                ready = [p for p in DAPHNE_PORTS if http_ok(f"http://127.0.0.1:{p}/readyz", 1)]
-                candidates = [p for p in ready if len(ready) >= 2]
-                if candidates:
-                    port = candidates[number % len(candidates)]
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                alive = [p for p in DAPHNE_PORTS if http_ok(f"http://127.0.0.1:{p}/healthz", 3)]
+                if len(alive) >= 2:
+                    # The one killed least recently (never killed first), so all three take turns.
+                    last = {k["port"]: k["at"] for k in self.kills}
+                    port = min(alive, key=lambda p: (last.get(p, -1.0), p))
                     break
                 time.sleep(0.2)
             if port is None:
@@ -714,6 +717,11 @@ def run_drill(name: str, args) -> int:
             round(first_commit["first"] - fault_time(), 2) if "first" in first_commit else None),
         "fault_to_first_live_update_s": since(min(live_after, default=None)),
         "saved_after_fault_without_live_update": len(saved_after_no_live),
+        # Saved, by what the turn said about the person's other pages: `committed/not_announced`
+        # says they were not told (the channel layer failed); a plain `committed` says they were.
+        "saved_by_detail": dict(Counter(o.detail for o in outcomes if o.told == "saved")),
+        "said_announced_but_no_live_update": sum(1 for o in outcomes if o.told == "saved"
+                                                 and o.detail == "committed" and o.live_update is None),
         "sockets_opened": sockets.opened, "sockets_closed": dict(sockets.closed),
         "sockets_not_opened": dict(sockets.open_failures),
         "in_flight_at_fault": len(in_flight),
@@ -750,6 +758,8 @@ def run_drill(name: str, args) -> int:
     log(f"  sockets: {sockets.opened} opened, closed meanwhile {dict(sockets.closed) or 'none'}"
         + (f", not opened {dict(sockets.open_failures)}" if sockets.open_failures else "")
         + f"; saved turns after the fault without a live update: {len(saved_after_no_live)}")
+    log(f"  saved, by detail: {figures['saved_by_detail']}; said announced, but no live update seen: "
+        f"{figures['said_announced_but_no_live_update']}")
     log(f"  workers' /readyz while not ready (polled every 0.5 s): {json.dumps(figures['readyz_not_ready'])}")
     log(f"  outcomes: {out.relative_to(ROOT)}")
     problems = fault.ok()
