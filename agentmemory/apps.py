@@ -13,5 +13,7 @@ class AgentMemoryConfig(AppConfig):
 
         # Like DRF and django-axes: `override_settings` and the `settings` fixture rebuild the settings.
         setting_changed.connect(conf.reset, dispatch_uid="agentmemory_settings_reset")
-        from . import checks  # noqa: F401  (registers the system checks)
-        from . import receivers  # noqa: F401  (account deletion takes the memory lock; SQLite's secure_delete)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            receivers,  # noqa: F401  (account deletion takes the memory lock; SQLite's secure_delete)
+        )

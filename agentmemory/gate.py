@@ -174,7 +174,7 @@ _PASSING = _words(
     r"the end of (?:the )?(?:day|week))\b|\bsoon\b|\bkept (?:crashing|failing|erroring|timing out)\b|"
     r"\bcrashing\b|\b(?:now )?it (?:builds|works|passes|runs|compiles) now\b|\bnow it (?:builds|works|passes|runs|"
     r"compiles)\b|\bpasses now\b|\bworks now\b|\bmoving on to\b|\bpick (?:it|this) up (?:again )?(?:after|later|"
-    r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"
+    r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"  # noqa: E501 (one regex alternation)
 )
 _SUMMARY = _words(
     r"\b(?:(?:the )?user (?:asked|wanted to know|requested|inquired|was asking)|asked (?:me|about|how|for|"

@@ -74,6 +74,7 @@ from django.utils import timezone
 
 from .conf import memory_settings
 from .models import IdempotencyKey
+
 # Below this module: the store raises and catches these too, so they live in
 # it and the store never imports from here (tests/test_import_graph.py).
 from .store.errors import AlreadyCommitted, UnknownUser

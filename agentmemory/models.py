@@ -314,7 +314,9 @@ class IdempotencyKey(models.Model):
         verbose_name = "idempotency key"
         constraints = [
             models.UniqueConstraint(fields=["user", "key_digest"], name="agentmemory_one_record_per_key"),
-            models.CheckConstraint(condition=Q(state__in=["running", "done"]), name="agentmemory_idempotency_state_valid"),
+            models.CheckConstraint(
+                condition=Q(state__in=["running", "done"]), name="agentmemory_idempotency_state_valid"
+            ),
         ]
 
     def __str__(self):

@@ -72,7 +72,9 @@ def render_header(target: str, snapshot: Snapshot, limits: Mapping[str, int] = L
     so a model consolidates in the same call instead of adding and failing.
     """
     measured = usage(snapshot, target, limits)
-    full = " - nearly full: remove or shorten an entry in the same call before adding" if measured.level == "full" else ""
+    full = ""
+    if measured.level == "full":
+        full = " - nearly full: remove or shorten an entry in the same call before adding"
     return f"{TITLES[target]} [{measured.percent}% - {measured.used}/{measured.limit} characters{full}]"
 
 

@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from .conf import memory_settings
 from . import signals
+from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .rules import MemoryValidationError, Operation, normalize_text, summarize
 from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person

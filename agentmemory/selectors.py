@@ -142,7 +142,8 @@ def proposal_payload(proposal) -> dict:
         "id": proposal.id,
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
-             "entry": op.entry, "reason": op.reason, "why": gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else "")}
+             "entry": op.entry, "reason": op.reason,
+             "why": gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else "")}
             for op in proposal.operations
         ],
         "conversation_id": proposal.conversation_id,

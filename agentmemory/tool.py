@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from . import gate
-from .conf import memory_settings
 from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
+from .conf import memory_settings
 from .rules import (
     ADDED,
     ADDED_INSTEAD,

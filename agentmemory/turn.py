@@ -581,7 +581,8 @@ class MemoryTurn:
             self.replayed = True
             self._outcome = MemoryOutcome(
                 status=str(stored["status"]), operation_count=int(stored.get("operation_count") or 0),
-                changed=tuple(stored.get("changed") or ()), usage=stored.get("usage"), code=str(stored.get("code") or ""),
+                changed=tuple(stored.get("changed") or ()), usage=stored.get("usage"),
+                code=str(stored.get("code") or ""),
                 memory_full=bool(stored.get("memory_full")), proposal_id=stored.get("proposal_id"),
                 change_id=stored.get("change_id"),
             )
@@ -628,7 +629,9 @@ class MemoryTurn:
             change_id=result.change_id,
         ))
         if result.changed:
-            announced = await asyncio.shield(notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits))
+            announced = await asyncio.shield(
+                notify.broadcast_memory_changed(self.user_id, result.snapshot, self.limits)
+            )
             if announced is False:  # the channel layer failed: say so rather than leave other pages stale
                 self._outcome = outcome = replace(outcome, code="not_announced")
         return outcome

@@ -79,7 +79,9 @@ class Change:
 
 def changes(*, user_id, event_ids: Iterable[int] | None = None) -> list[Change]:
     """Return the person's kept changes, newest first (only those of `event_ids` when given)."""
-    versions = MemoryVersion.objects.filter(user_id=user_id).select_related("event").order_by("-event_id", "memory_type")
+    versions = (
+        MemoryVersion.objects.filter(user_id=user_id).select_related("event").order_by("-event_id", "memory_type")
+    )
     if event_ids is not None:
         versions = versions.filter(event_id__in=list(event_ids))
     grouped: dict[int, list[MemoryVersion]] = {}

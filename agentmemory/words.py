@@ -103,7 +103,9 @@ RULE_MESSAGES = {
     "empty_entry": "Write the fact itself before saving.",
     "add_without_content": "Write the fact itself before saving.",
     "incomplete_entry": "Write the whole fact before saving.",
-    "delimiter_in_entry": "An entry cannot have a line with only \u201c\u00a7\u201d on it. Save each fact as its own entry.",
+    "delimiter_in_entry": (
+        "An entry cannot have a line with only \u201c\u00a7\u201d on it. Save each fact as its own entry."
+    ),
     "control_character": "The text has an invisible control character. Type it again as plain text.",
     "reserved_tag": "The text has a tag that only the assistant's memory block may use. Remove the tag.",
     "reserved_header": "A line looks like a heading of the assistant's memory (such as \u201cUSER PROFILE\u201d). "

@@ -24,6 +24,7 @@ from agentmemory.models import Viewed
 from . import retention
 from .models import Conversation, Message
 
+
 class MessageInline(admin.TabularInline):
     model = Message
     extra = 0

@@ -18,8 +18,8 @@ import httpx2
 import openai
 from django.conf import settings
 
-from agentmemory.scope import current_memory_request
 from agentmemory.arguments import load_arguments
+from agentmemory.scope import current_memory_request
 from agentmemory.tool import MEMORY_UPDATE_TOOL, TOOL_NAME, handle_memory_update
 
 from .llm import LLM

@@ -26,11 +26,11 @@ import logging
 import threading
 
 from adrf.views import APIView as AsyncAPIView
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
-from asgiref.sync import sync_to_async
 from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
 
@@ -39,7 +39,6 @@ from agentmemory.workers import in_worker
 
 from . import budget, credentials, retention
 from .budget import ChatTurnThrottle
-
 from .models import Conversation, Message
 from .serializers import (
     ConversationSerializer,
@@ -65,7 +64,9 @@ KEY_NOT_FOR_TEMPORARY = (
     "A temporary chat keeps nothing, so its answer cannot be given again: send it without the "
     "Idempotency-Key header (a temporary turn never changes memory)."
 )
-REPLY_NOT_KEPT = "This reply is not in your conversation history, so it cannot be sent again; its memory outcome stands."
+REPLY_NOT_KEPT = (
+    "This reply is not in your conversation history, so it cannot be sent again; its memory outcome stands."
+)
 
 IDEMPOTENCY_KEY_PARAMETER = idempotency.key_parameter(
     "Optional. A key of your choosing (a random UUID) that makes a retry safe: the same key from you "
@@ -75,7 +76,8 @@ IDEMPOTENCY_KEY_PARAMETER = idempotency.key_parameter(
 )
 REPLAYED_HEADER = OpenApiParameter(
     idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200], enum=["true"],
-    description="Present (true) when the answer is the stored result of an earlier request with the same Idempotency-Key.",
+    description="Present (true) when the answer is the stored result of an earlier request with the same "
+                "Idempotency-Key.",
 )
 RETRY_AFTER_HEADER = OpenApiParameter(
     "Retry-After", int, OpenApiParameter.HEADER, response=[409, 429], required=True,
@@ -90,11 +92,11 @@ NOT_YOURS = OpenApiResponse(description="No conversation of yours has this id.")
 
 _USAGE_EXAMPLE = {
     "user": {"used": 564, "limit": 1375, "percent": 41, "entries": 2, "label": "41% — 564/1,375 chars", "level": "ok"},
-    "memory": {"used": 616, "limit": 2200, "percent": 28, "entries": 3, "label": "28% — 616/2,200 chars", "level": "ok"},
+    "memory": {"used": 616, "limit": 2200, "percent": 28, "entries": 3, "label": "28% — 616/2,200 chars", "level": "ok"},  # noqa: E501 (OpenAPI example literal)
 }
 TURN_EXAMPLES = [
-    OpenApiExample("Start a conversation", value={"content": "remember: the project uses PostgreSQL 15", "conversation_id": None}, request_only=True),
-    OpenApiExample("Continue a conversation", value={"content": "What do you know about me?", "conversation_id": 12}, request_only=True),
+    OpenApiExample("Start a conversation", value={"content": "remember: the project uses PostgreSQL 15", "conversation_id": None}, request_only=True),  # noqa: E501 (OpenAPI example literal)
+    OpenApiExample("Continue a conversation", value={"content": "What do you know about me?", "conversation_id": 12}, request_only=True),  # noqa: E501 (OpenAPI example literal)
     OpenApiExample(
         "Memory committed",
         value={
@@ -102,7 +104,7 @@ TURN_EXAMPLES = [
             "reply": "Done: I added that to my notes. It is saved when this reply completes.",
             "model": "gpt-4o-mini",
             "memory": {"status": "committed", "message": "Memory saved.", "operation_count": 1,
-                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False, "proposal_id": None},
+                       "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False, "proposal_id": None},  # noqa: E501 (OpenAPI example literal)
         },
         response_only=True, status_codes=["200"],
     ),
@@ -121,11 +123,11 @@ TURN_EXAMPLES = [
     OpenApiExample(
         "Model failed after staging",
         value={
-            "turn_id": "0c1d2e3f4a5b46789c0d1e2f3a4b5c6d", "conversation_id": 12, "temporary": False, "code": "model_failed_after_staging",
+            "turn_id": "0c1d2e3f4a5b46789c0d1e2f3a4b5c6d", "conversation_id": 12, "temporary": False, "code": "model_failed_after_staging",  # noqa: E501 (OpenAPI example literal)
             "detail": "The model failed after proposing a memory change, so nothing was saved and no fallback "
                       "model ran. Send your message again.",
             "memory": {"status": "discarded", "message": "The turn did not complete, so its memory changes were "
-                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": "", "memory_full": False, "proposal_id": None},
+                       "discarded; nothing was saved.", "operation_count": 1, "changed": [], "usage": None, "code": "", "memory_full": False, "proposal_id": None},  # noqa: E501 (OpenAPI example literal)
         },
         response_only=True, status_codes=["502"],
     ),
@@ -376,7 +378,7 @@ class EvalTurnView(TurnLimitsMixin, AsyncAPIView):
                    504: OpenApiResponse(description="The turn ran past CHAT_TURN_TIMEOUT_SECONDS; the model "
                                                     "was stopped.")},
         examples=[
-            OpenApiExample("Evaluation prompt", value={"content": "Summarise the plot of Hamlet in one line."}, request_only=True),
+            OpenApiExample("Evaluation prompt", value={"content": "Summarise the plot of Hamlet in one line."}, request_only=True),  # noqa: E501 (OpenAPI example literal)
             OpenApiExample("Evaluation answer", value={"turn_id": "5e6f7a8b9c0d41e2f3a4b5c6d7e8f9a0",
                            "reply": "A prince avenges his father and everyone dies.", "model": "gpt-4o-mini"},
                            response_only=True, status_codes=["200"]),
@@ -422,7 +424,9 @@ class ConversationDetailView(generics.RetrieveDestroyAPIView):
         retention.delete_conversations(Conversation.objects.filter(pk=instance.pk, user=self.request.user))
 
 
-@extend_schema_view(get=extend_schema(responses={200: MessageSerializer(many=True), 403: NOT_SIGNED_IN, 404: NOT_YOURS}))
+@extend_schema_view(
+    get=extend_schema(responses={200: MessageSerializer(many=True), 403: NOT_SIGNED_IN, 404: NOT_YOURS})
+)
 class ConversationMessagesView(generics.ListAPIView):
     serializer_class = MessageSerializer
 

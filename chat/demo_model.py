@@ -114,7 +114,8 @@ class DemoModel:
         if _is_tidy(_system_text(messages)):
             cap = body.get("max_tokens") or body.get("max_completion_tokens")
             self.calls.append(DemoCall(model=model, round=0, tools_offered=bool(body.get("tools")),
-                                       memory_block=False, status=200, max_tokens=cap if isinstance(cap, int) else None))
+                                       memory_block=False, status=200,
+                                       max_tokens=cap if isinstance(cap, int) else None))
             return self._stream_at_once(model, tidy_answer(_last_user_text(messages)))
         tool_names = {tool.get("function", {}).get("name") for tool in body.get("tools") or []}
         seen = parse_memory_block(_system_text(messages))

@@ -78,7 +78,8 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
     if not _storable(content):
         # The REST API refuses these too (DRF's CharField); no database can store them as text.
         raise FrameError(
-            "invalid_content", "\"content\" must not contain NUL characters or lone surrogates; remove them and send again."
+            "invalid_content",
+            "\"content\" must not contain NUL characters or lone surrogates; remove them and send again.",
         )
     if len(content) > max_chars:
         raise FrameError(

@@ -25,12 +25,12 @@ import httpx2
 from django.conf import settings
 from openai import AsyncOpenAI, AsyncStream
 
+from .demo_model import DemoModel
+from .sse import LeanDecoder
+
 # What `chat.completions.create` sends: the path and the bearer auth only.
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 _CHAT_OPTIONS = {"security": {"bearer_auth": True}}
-
-from .demo_model import DemoModel
-from .sse import LeanDecoder
 
 DEMO_MODEL_NAME = "demo"
 DEMO_BASE_URL = "http://demo-model.invalid/v1"

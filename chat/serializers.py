@@ -16,14 +16,18 @@ class StrictCharField(serializers.CharField):
 
 
 class EvalTurnRequestSerializer(serializers.Serializer):
-    content = StrictCharField(trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters.")
+    content = StrictCharField(
+        trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters."
+    )
 
     def validate_content(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("Write a message; it is empty.")
         limit = settings.CHAT_MAX_MESSAGE_CHARS
         if len(value) > limit:
-            raise serializers.ValidationError(f"The message has {len(value):,} characters; the limit is {limit:,}. Shorten it.")
+            raise serializers.ValidationError(
+                f"The message has {len(value):,} characters; the limit is {limit:,}. Shorten it."
+            )
         return value
 
 

@@ -19,7 +19,6 @@ import ipaddress
 
 from agentmemory import throttling
 
-
 # One rule for the whole project: the app's throttles key anonymous callers on it too.
 client_address = throttling.client_address
 

@@ -57,7 +57,8 @@ class MemoryAPIView(APIView):
         if isinstance(exc, MemoryValidationError):
             return error_response(exc.code, exc.message, position=exc.position)
         if isinstance(exc, (idempotency.InvalidKey, idempotency.KeyReused)):
-            return error_response(exc.code, exc.message, status_code=400 if isinstance(exc, idempotency.InvalidKey) else 422)
+            code = 400 if isinstance(exc, idempotency.InvalidKey) else 422
+            return error_response(exc.code, exc.message, status_code=code)
         if isinstance(exc, idempotency.InProgress):
             response = error_response(exc.code, exc.message, status_code=status.HTTP_409_CONFLICT)
             response["Retry-After"] = str(exc.retry_after)
@@ -70,8 +71,9 @@ class MemoryAPIView(APIView):
             return error_response("invalid_json", 'The body is not valid JSON. Send {"operations": [...]}.')
         if isinstance(exc, UnknownUser):
             # Signed in when the request began, deleted before its write took the lock.
-            return error_response("account_closed", "This account no longer exists (it was deleted or is being deleted); "
-                          "nothing was changed.", status_code=status.HTTP_410_GONE)
+            return error_response("account_closed",
+                                  "This account no longer exists (it was deleted or is being deleted); "
+                                  "nothing was changed.", status_code=status.HTTP_410_GONE)
         if isinstance(exc, MemoryUnavailable):
             return error_response("unavailable", "Memory could not be read right now. Try again in a minute.",
                           status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -107,7 +109,8 @@ IDEMPOTENCY_KEY_PARAMETER = idempotency.key_parameter(
 )
 REPLAYED_HEADER = OpenApiParameter(
     idempotency.REPLAYED_HEADER, str, OpenApiParameter.HEADER, response=[200, 400], enum=["true"],
-    description="Present (true) when the answer is the stored result of an earlier request with the same Idempotency-Key.",
+    description="Present (true) when the answer is the stored result of an earlier request with the same "
+                "Idempotency-Key.",
 )
 RETRY_AFTER_HEADER = OpenApiParameter(
     "Retry-After", int, OpenApiParameter.HEADER, response=[409], required=True,

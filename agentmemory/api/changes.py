@@ -15,12 +15,11 @@ from ..selectors import (
     state_payload,
 )
 from ..serializers import (
-    MemoryErrorSerializer,
     ChangeListSerializer,
     ChangeSerializer,
+    MemoryErrorSerializer,
     UndoResponseSerializer,
 )
-from .memory import commit_confirmed, unknown_outcome_response
 from .base import (
     ACCOUNT_GONE_RESPONSE,
     NOT_SIGNED_IN_RESPONSE,
@@ -29,7 +28,7 @@ from .base import (
     MemoryAPIView,
     error_response,
 )
-
+from .memory import commit_confirmed, unknown_outcome_response
 
 # --- versions: undo and restore -----------------------------------------------------
 

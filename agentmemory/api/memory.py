@@ -22,12 +22,12 @@ from ..selectors import (
 )
 from ..serializers import (
     CommitResponseSerializer,
+    EraseReceiptSerializer,
     ExportSerializer,
     MemoryErrorSerializer,
     MemorySettingsSerializer,
     MemoryStateSerializer,
     OperationBatchSerializer,
-    EraseReceiptSerializer,
 )
 from .base import (
     ACCOUNT_GONE_RESPONSE,
@@ -44,7 +44,6 @@ from .base import (
     error_response,
 )
 
-
 logger = logging.getLogger(__name__)
 
 # --- examples for the schema -------------------------------------------------
@@ -56,14 +55,14 @@ _STATE_EXAMPLE = {
         "user": {
             "title": "USER PROFILE",
             "entries": ["Prefers short code examples.", "Experienced with Python and SQL."],
-            "usage": {"used": 63, "limit": 1375, "percent": 4, "entries": 2, "label": "4% — 63/1,375 chars", "level": "ok"},
+            "usage": {"used": 63, "limit": 1375, "percent": 4, "entries": 2, "label": "4% — 63/1,375 chars", "level": "ok"},  # noqa: E501 (OpenAPI example literal)
             "created_at": "2026-05-04T09:12:44Z",
             "updated_at": "2026-05-06T17:03:10Z",
         },
         "memory": {
             "title": "AGENT MEMORY",
             "entries": ["The project uses Pydantic models at API boundaries."],
-            "usage": {"used": 51, "limit": 2200, "percent": 2, "entries": 1, "label": "2% — 51/2,200 chars", "level": "ok"},
+            "usage": {"used": 51, "limit": 2200, "percent": 2, "entries": 1, "label": "2% — 51/2,200 chars", "level": "ok"},  # noqa: E501 (OpenAPI example literal)
             "created_at": "2026-05-04T09:12:44Z",
             "updated_at": "2026-05-04T09:12:44Z",
         },

@@ -28,7 +28,6 @@ from .base import (
     error_response,
 )
 
-
 # --- proposals ("ask before saving") ------------------------------------------------
 
 
@@ -70,7 +69,8 @@ class ProposalDetailView(ProposalAPIView):
     """One pending proposal: read it or discard it."""
 
     @extend_schema(
-        operation_id="memory_proposal_read", parameters=[PROPOSAL_ID], tags=["memory"], summary="One pending memory proposal",
+        operation_id="memory_proposal_read", parameters=[PROPOSAL_ID], tags=["memory"],
+        summary="One pending memory proposal",
         responses={200: ProposalSerializer, 403: NOT_SIGNED_IN_RESPONSE, 404: PROPOSAL_GONE},
     )
     def get(self, request, pk: str):
@@ -78,7 +78,8 @@ class ProposalDetailView(ProposalAPIView):
         return Response(ProposalSerializer(proposal_payload(proposal)).data)
 
     @extend_schema(
-        operation_id="memory_proposal_discard", parameters=[PROPOSAL_ID], tags=["memory"], summary="Discard a memory proposal",
+        operation_id="memory_proposal_discard", parameters=[PROPOSAL_ID], tags=["memory"],
+        summary="Discard a memory proposal",
         description="Nothing of it is saved; your history records that you discarded it (without content).",
         request=None,
         responses={204: OpenApiResponse(description="Discarded."), 403: NOT_SIGNED_IN_RESPONSE,
@@ -93,7 +94,8 @@ class ProposalSaveView(ProposalAPIView):
     """Save one pending proposal, all or nothing."""
 
     @extend_schema(
-        operation_id="memory_proposal_save", parameters=[PROPOSAL_ID], tags=["memory"], summary="Save a memory proposal",
+        operation_id="memory_proposal_save", parameters=[PROPOSAL_ID], tags=["memory"],
+        summary="Save a memory proposal",
         description="Commits the proposal's operations in order, all or nothing, with the same rules as every "
                     "memory change. If your memory changed so that it no longer applies (an entry it edits "
                     "was changed or removed, or it no longer fits), nothing is saved and the proposal stays "
@@ -106,7 +108,9 @@ class ProposalSaveView(ProposalAPIView):
         proposal_id = _proposal_id(pk)
         data = request.data if request.data is not None else {}
         if not isinstance(data, dict):
-            return error_response("invalid_body", 'Send a JSON object: {} or {"edits": [{"position": 1, "content": "..."}]}.')
+            return error_response(
+                "invalid_body", 'Send a JSON object: {} or {"edits": [{"position": 1, "content": "..."}]}.'
+            )
         unknown = sorted(set(data) - {"edits"})
         if unknown:
             return error_response("unknown_argument", f"Unknown field(s) {', '.join(repr(n) for n in unknown)}; "

@@ -54,7 +54,9 @@ class MemoryToolset(FunctionToolset):
                         "error": "Memory is not available in this run; nothing was saved. Answer without it."}
             return handle_memory_update(arguments)  # stages on the attempt's ledger; never writes
 
-        tools = [Tool.from_schema(memory_update, TOOL_NAME, DESCRIPTION, PARAMETERS, takes_ctx=True)] if turn.tools else []
+        tools = (
+            [Tool.from_schema(memory_update, TOOL_NAME, DESCRIPTION, PARAMETERS, takes_ctx=True)] if turn.tools else []
+        )
         super().__init__(tools, id="agentmemory")
 
 

@@ -192,7 +192,8 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
     # when the switch is on: no preference row means on, as in the lock query.
     # Only what a turn uses: the entries, not their timestamps or sources.
     turn_read = (
-        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {preferences}.{erasures}, {table}.{memory_type}, "
+        f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {preferences}.{erasures}, "
+        f"{table}.{memory_type}, "
         f"{table}.{content}, {table}.{version} "
         f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
         f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"

@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from ..conf import memory_settings
 from ..arguments import load_arguments
+from ..conf import memory_settings
 from ..rules import TARGETS, MemoryValidationError, document_length, summarize
 from .logs import format_exception_safely, qualified_name, safe_exception_message
 

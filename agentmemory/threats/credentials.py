@@ -170,11 +170,11 @@ _PIN_LABELS = (
 )
 _TOKEN_LABELS = (
     r"(?:aws|gcp|azure|openai|anthropic|github|gitlab|stripe|slack|twilio|sendgrid|heroku)[ _-]?(?:secret[ _-]?)?"
-    r"(?:access[ _-]?)?key|secret access key|(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"
+    r"(?:access[ _-]?)?key|secret access key|(?:api|access|secret|private|license|licence|encryption|signing|master|deploy)[ _-]?key|secret"  # noqa: E501 (one regex alternation)
     r"|(?:access|auth|bearer|refresh|session|api|personal access|bot) token|token|otp|one[- ]time (?:code|password)"
     r"|(?:2fa|mfa|totp|otp) (?:code|secret|seed|key)|recovery (?:code|key)s?|backup codes?|credentials?|key"
 )
-_CJK_PASSWORD_LABELS = r"パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|كلمة المرور|كلمة السر|סיסמה|סיסמא|पासवर्ड|รหัสผ่าน"
+_CJK_PASSWORD_LABELS = r"パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|كلمة المرور|كلمة السر|סיסמה|סיסמא|पासवर्ड|รหัสผ่าน"  # noqa: E501 (one regex alternation)
 _PROSE_SECRET = re.compile(
     r"(?:(?<![\w-])(?:(?P<password>" + _PASSWORD_LABELS + r")|(?P<pin>" + _PIN_LABELS + r")|(?P<token>"
     + _TOKEN_LABELS + r"))(?![\w-])|(?P<cjk>" + _CJK_PASSWORD_LABELS + r"))"
@@ -219,7 +219,7 @@ _KEY_WITH_SLASHES = re.compile(r"^(?=[^/]*/)(?=.*[a-z])(?=.*[A-Z])(?=.*\d)[A-Za-
 # The label after the value: "hunter2-x7 is the staging admin password".
 _PROSE_SECRET_AFTER = re.compile(
     r"(?<![^\s\"'`(])[\"'`]?(?P<value>[^\s\"'`,;]{6,80}?)[\"'`]? (?:is|was) (?:the |my |our |his |her |their |a )?"
-    r"(?:(?!(?:behind|for|of|to|in|on|at|with|by|from|under|like|than)\b)[\w-]+ ){0,3}?(?:" + _PASSWORD_LABELS + r"|(?:api|access|secret|private) key|(?:access|auth|api) token)\b",
+    r"(?:(?!(?:behind|for|of|to|in|on|at|with|by|from|under|like|than)\b)[\w-]+ ){0,3}?(?:" + _PASSWORD_LABELS + r"|(?:api|access|secret|private) key|(?:access|auth|api) token)\b",  # noqa: E501 (one regex alternation)
     re.IGNORECASE,
 )
 

@@ -11,6 +11,7 @@ import re
 from .findings import COMMAND_AND_CONTROL, EXFILTRATION, PERSISTENCE, PROMPT_INJECTION, ROLE_HIJACK
 from .folding import Separated
 
+
 def _words(*alternatives: str) -> str:
     return "(?:" + "|".join(alternatives) + ")"
 
@@ -240,7 +241,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
         # --- obeying only whoever holds a marker (a backdoor, paraphrased by a model) ---
         (PROMPT_INJECTION,
          r"\b(?:obey|obeys|obeying|follow|follows|heed|heeds|respond to|responds to|reply to|replies to"
-         r"|answer|answers|listen|listens|listen to|listens to|trust|trusts|act on|acts on)(?: \S+){0,2}? only (?:to |on )?(?:\S+ ){0,3}?"
+         r"|answer|answers|listen|listens|listen to|listens to|trust|trusts|act on|acts on)(?: \S+){0,2}? only (?:to |on )?(?:\S+ ){0,3}?"  # noqa: E501 (one regex alternation)
          + _MARKED_MESSAGES),
         (PROMPT_INJECTION,
          r"\bonly (?:obey|obeys|follow|follows|heed|heeds|respond to|responds to|reply to|replies to|answer"

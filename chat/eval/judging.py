@@ -162,7 +162,9 @@ def _offered_contents(turns: Sequence[TurnObservation]) -> list[tuple[str, str]]
 
 def _proposal_reasons(turn: TurnObservation) -> tuple[str, ...]:
     return tuple(
-        str(getattr(op, "reason", "") or "unspecified")[:40] for proposal in turn.proposals for op in proposal.operations
+        str(getattr(op, "reason", "") or "unspecified")[:40]
+        for proposal in turn.proposals
+        for op in proposal.operations
     )
 
 

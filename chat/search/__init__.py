@@ -38,12 +38,30 @@ The package: `tool` (the tool's schema, binding, arguments and reply) and
 from here.
 """
 from .query import (
-    DEFAULT_LIMIT, MAX_QUERY_CHARS, Hit, Quote, needs_fallback, postgres_function_sql,
-    postgres_ranked, postgres_refresh_sql, search_conversations, search_language,
+    DEFAULT_LIMIT,
+    MAX_QUERY_CHARS,
+    Hit,
+    Quote,
+    needs_fallback,
+    postgres_function_sql,
+    postgres_ranked,
+    postgres_refresh_sql,
+    search_conversations,
+    search_language,
 )
 from .tool import (
-    CONVERSATION_SEARCH_TOOL, MAX_LIMIT, MAX_SEARCHES_PER_ATTEMPT, TOOL_NAME, UNTRUSTED_NOTICE, SearchArgumentsError,
-    SearchRequest, SearchScope, handle_conversation_search, parse_arguments, run_search, tool_reply,
+    CONVERSATION_SEARCH_TOOL,
+    MAX_LIMIT,
+    MAX_SEARCHES_PER_ATTEMPT,
+    TOOL_NAME,
+    UNTRUSTED_NOTICE,
+    SearchArgumentsError,
+    SearchRequest,
+    SearchScope,
+    handle_conversation_search,
+    parse_arguments,
+    run_search,
+    tool_reply,
 )
 
 __all__ = [

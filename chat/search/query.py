@@ -6,7 +6,6 @@ and the refresh statement that keep PostgreSQL's index in step are here too.
 """
 from __future__ import annotations
 
-
 import functools
 import operator
 import re
@@ -21,7 +20,6 @@ from django.db import connection
 from django.db.models import Case, F, Q, When
 from django.db.models.functions import Length
 from django.utils import timezone
-
 
 from ..models import Message, MessageSearch
 

@@ -6,7 +6,6 @@ CHAT_SEARCH_MAX_CHARS; `run_search` is one tool call with one content-free
 """
 from __future__ import annotations
 
-
 import logging
 import re
 from collections.abc import Mapping, Sequence

@@ -166,9 +166,12 @@ class Command(BaseCommand):
         parser.add_argument("--runs", type=int, default=1, help="repeat every scenario N times (default 1)")
         parser.add_argument("--only", action="append", default=[], metavar="KIND",
                             help=f"run only these kinds (repeat or comma-separate): {', '.join(curation.KINDS)}")
-        parser.add_argument("--write", default="", metavar="PATH", help="write or update a report such as docs/curation.md")
-        parser.add_argument("--json", default="", metavar="PATH", help="write the figures and per-scenario outcomes as JSON")
-        parser.add_argument("--scenarios", default="", metavar="PATH", help="another scenario file (default: the suite)")
+        parser.add_argument("--write", default="", metavar="PATH",
+                            help="write or update a report such as docs/curation.md")
+        parser.add_argument("--json", default="", metavar="PATH",
+                            help="write the figures and per-scenario outcomes as JSON")
+        parser.add_argument("--scenarios", default="", metavar="PATH",
+                            help="another scenario file (default: the suite)")
         parser.add_argument("--per-kind", type=int, default=0, metavar="N",
                             help="run only the first N scenarios of each kind (a quicker sample for slow models)")
         parser.add_argument("--half", default="", metavar="HALF",
@@ -246,7 +249,8 @@ class Command(BaseCommand):
         if options["json"]:
             path = Path(options["json"])
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(curation.results_json(meta, figures, results), indent=2) + "\n", encoding="utf-8")
+            report = json.dumps(curation.results_json(meta, figures, results), indent=2)
+            path.write_text(report + "\n", encoding="utf-8")
             self.stdout.write(f"JSON written to {path}")
         if options["write"]:
             path = Path(options["write"])
