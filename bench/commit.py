@@ -116,7 +116,7 @@ def run(url: str, args) -> dict:
         def store_commit(name, prepare_threshold):
             def commit(batch):
                 # The same Django connection; the threshold decides which cursor the
-                # store uses (agentmemory.store.statements._commit_cursor), as the setting would.
+                # store uses (agentmemory.store.statements.commit_cursor), as the setting would.
                 connection.connection.prepare_threshold = prepare_threshold
                 return store.commit_operations(user_id=people[name].pk, operations=batch)
             return commit

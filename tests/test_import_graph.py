@@ -117,3 +117,51 @@ def test_idempotency_keeps_its_public_names():
     assert idempotency.AlreadyCommitted is store.errors.AlreadyCommitted
     assert idempotency.AlreadyCommitted.__module__ == "agentmemory.idempotency"
     assert idempotency.UnknownUser is store.UnknownUser
+
+
+# --- private names stay in their module (issue 41 part 4) -------------------------------------------
+
+OUR_PACKAGES = ("agentmemory", "chat", "config")
+
+
+def private_imports(tree: ast.AST, module: str) -> list[str]:
+    """`from <one of our modules> import _name` statements: another module's underscore name, imported."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        (source,) = imported_names(ast.Module(body=[node], type_ignores=[]), module)
+        if source.split(".")[0] not in OUR_PACKAGES:
+            continue
+        found += [f"{node.lineno}: from {source} import {alias.name}" for alias in node.names
+                  if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A helper one module shares with another has a public name (within its package); an underscore
+    name is that module's own."""
+    offenders = []
+    for package in OUR_PACKAGES:
+        paths = sorted((APP.parent / package).rglob("*.py"))
+        assert paths, package
+        for path in paths:
+            module = ".".join(path.relative_to(APP.parent).with_suffix("").parts)
+            tree = ast.parse(path.read_text(), filename=str(path))
+            offenders += [f"{path.relative_to(APP.parent)}:{line}" for line in private_imports(tree, module)]
+    assert offenders == []
+
+
+def test_the_checker_catches_a_private_import():
+    tree = ast.parse(
+        "from .statements import _statements, Row\n"
+        "from agentmemory.threats.folding import _fold\n"
+        "from ..rules import __all__\n"
+        "from django.db.models import _private\n"
+        "def f():\n    from . import _inner\n"
+    )
+    assert private_imports(tree, "agentmemory.store.commit") == [
+        "1: from agentmemory.store.statements import _statements",
+        "2: from agentmemory.threats.folding import _fold",
+        "6: from agentmemory.store import _inner",
+    ]

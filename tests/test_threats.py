@@ -764,10 +764,10 @@ def test_a_stored_entry_with_each_spelling_is_blocked_in_the_next_prompt(user, t
 
 
 def test_separated_reading_keeps_places_sentence_ends_and_line_marks():
-    from agentmemory.threats.folding import _fold, _separated
+    from agentmemory.threats.folding import fold, _separated
 
     def reading(text, **kwargs):
-        separated = _separated(_fold(text, lines="\n" in text), **kwargs)
+        separated = _separated(fold(text, lines="\n" in text), **kwargs)
         return None if separated is None else separated.text
 
     assert reading("ignore: previous - (instructions)") == "ignore previous instructions"
@@ -786,11 +786,11 @@ def test_separated_reading_keeps_places_sentence_ends_and_line_marks():
 
 
 def test_accents_are_decomposed_before_the_marks_are_dropped():
-    from agentmemory.threats.folding import _fold
+    from agentmemory.threats.folding import fold
 
-    assert _fold("\u00ecgnore \u00efgnore \u0130GNORE ign\u00f8re ign\u03ccre") == "ignore ignore ignore ignore ignore"
+    assert fold("\u00ecgnore \u00efgnore \u0130GNORE ign\u00f8re ign\u03ccre") == "ignore ignore ignore ignore ignore"
     # Other scripts keep their marks: only the phrase view is folded anyway.
-    assert _fold("Zürich, मैं ठीक हूँ, 한국어") == "zurich, मैं ठीक हूँ, 한국어"
+    assert fold("Zürich, मैं ठीक हूँ, 한국어") == "zurich, मैं ठीक हूँ, 한국어"
 
 
 @pytest.mark.parametrize("text", [

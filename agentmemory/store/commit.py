@@ -53,19 +53,19 @@ from ..rules import (
 from ..telemetry import traced_commit
 from ..workers import in_worker
 from .errors import AlreadyCommitted, CommitCancelled, CommitOutcomeUnknown, is_retryable, outcome_unknown
-from .events import _elapsed_ms, _event_params, _record_event, _record_outside
-from .locks import _lock_owner, _lock_wait
+from .events import elapsed_ms, event_params, record_event, record_outside
+from .locks import lock_owner, lock_wait
 from .outcome import note_written
-from .reads import _state_from_rows
+from .reads import state_from_rows
 from .statements import (
-    _SOURCES_FIELD,
-    _commit_cursor,
-    _prepared_statements_lost,
-    _Row,
-    _Statements,
-    _statements,
+    SOURCES_FIELD,
+    Row,
+    Statements,
+    commit_cursor,
+    prepared_statements_lost,
+    vendor_statements,
 )
-from .versions import _keep_versions
+from .versions import keep_versions
 
 
 @dataclass(frozen=True)
@@ -133,11 +133,11 @@ def commit_operations(
     outermost = not db.in_atomic_block
     attempts = max(1, config.commit_attempts) if outermost else 1
     retry_count = 0
-    sql = _statements()
+    sql = vendor_statements()
     agent = actor == Actor.AGENT
 
     def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
-        _record_event(
+        record_event(
             user_id=user_id, actor=actor, outcome=outcome, summary=summary,
             snapshot=snapshot, retry_count=retry_count, started=started, error_code=error_code,
         )
@@ -148,22 +148,22 @@ def commit_operations(
         try:
             # One transaction and one cursor: lock, reload, write, record the event.
             with (
-                _lock_wait(db, config.commit_lock_timeout),
+                lock_wait(db, config.commit_lock_timeout),
                 _transaction(db, plain=guard is not None) as direct,
-                _commit_cursor(db, sql, direct=bool(direct)) as cursor,
+                commit_cursor(db, sql, direct=bool(direct)) as cursor,
             ):
                 if cancelled():
                     raise CommitCancelled()
                 # Only the agent's commit needs a live account with memory switched
                 # on; the person, staff, the system and the readiness probe may still
                 # write for a deactivated account or one with memory off.
-                owner = _lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout,
+                owner = lock_owner(cursor, sql, user_id, agent=agent, lock_timeout=config.commit_lock_timeout,
                                     erasures=erasures)
                 if guard is not None:
                     guard.check()
                 cursor.execute(sql.select_rows, [owner])
-                rows = {row[1]: _Row(*row) for row in cursor.fetchall()}
-                stored = _state_from_rows(list(rows.values()))
+                rows = {row[1]: Row(*row) for row in cursor.fetchall()}
+                stored = state_from_rows(list(rows.values()))
                 current = stored.snapshot
                 if precondition is not None:
                     precondition(current)
@@ -177,7 +177,7 @@ def commit_operations(
                                            merges=(origin or {}).get("merges"))
                 _persist(cursor, sql, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
-                params = _event_params(
+                params = event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
                     retry_count=retry_count, started=started, error_code="", now=now,
                 )
@@ -185,7 +185,7 @@ def commit_operations(
                 if changed:
                     cursor.execute(sql.insert_event_returning, params)
                     change_id = cursor.fetchone()[0]
-                    _keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
+                    keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
                                    kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config)
                 else:
                     cursor.execute(sql.insert_event, params)
@@ -196,10 +196,10 @@ def commit_operations(
                 leaving = True  # what fails from here on is the COMMIT (or the savepoint's release)
             break
         except CommitCancelled:
-            _record_outside(record, Outcome.CANCELLED)
+            record_outside(record, Outcome.CANCELLED)
             raise
         except MemoryValidationError as exc:
-            _record_outside(record, Outcome.REJECTED, exc.code)
+            record_outside(record, Outcome.REJECTED, exc.code)
             raise
         except DatabaseError as exc:
             if leaving and outermost and change_id is not None and outcome_unknown(exc):
@@ -209,12 +209,12 @@ def commit_operations(
                     change_id=change_id, user_id=user_id,
                     result=_result(updated, changed, retry_count, started, outcome, limits, change_id),
                 ) from exc
-            lost = _prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
+            lost = prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
             if retry_count + 1 < attempts and (is_retryable(exc) or lost):
                 retry_count += 1
                 time.sleep(config.retry_backoff_seconds * retry_count * (1 + random.random()))
                 continue
-            _record_outside(record, Outcome.FAILED, "database_error")
+            record_outside(record, Outcome.FAILED, "database_error")
             raise
 
     result = _result(updated, changed, retry_count, started, outcome, limits, change_id)
@@ -232,7 +232,7 @@ def _result(updated, changed, retry_count, started, outcome, limits, change_id) 
         snapshot=updated,
         changed=changed,
         retry_count=retry_count,
-        duration_ms=_elapsed_ms(started),
+        duration_ms=elapsed_ms(started),
         outcome=outcome,
         limits=dict(limits),
         change_id=change_id,
@@ -309,7 +309,7 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
     )
 
 
-def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets, updated: Snapshot, now,
+def _persist(cursor, sql: Statements, owner, rows: Mapping[str, Row], targets, updated: Snapshot, now,
              sources: Mapping[str, Sequence]) -> None:
     """Write the changed documents with their sources: update, create, or delete an emptied one."""
     for target in targets:
@@ -319,7 +319,7 @@ def _persist(cursor, sql: _Statements, owner, rows: Mapping[str, _Row], targets,
             if row is not None:
                 cursor.execute(sql.delete_row, [row.pk])
             continue
-        stored_sources = _SOURCES_FIELD.get_db_prep_save(provenance.to_json(sources[target]), connection)
+        stored_sources = SOURCES_FIELD.get_db_prep_save(provenance.to_json(sources[target]), connection)
         if row is None:
             cursor.execute(sql.insert_row, [owner, target, render_document(entries), SCHEMA_VERSION, stored_sources,
                                             now, now])

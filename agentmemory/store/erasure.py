@@ -25,9 +25,9 @@ from ..models import (
     Outcome,
 )
 from ..rules import parse_document
-from .events import _elapsed_ms
-from .locks import _lock_owner, lock_person
-from .statements import _statements
+from .events import elapsed_ms
+from .locks import lock_owner, lock_person
+from .statements import vendor_statements
 
 
 def forget_conversation(*, user_id, conversation_id: int) -> int:
@@ -80,7 +80,7 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
     started = time.monotonic()
     with transaction.atomic():
         with connection.cursor() as cursor:
-            _lock_owner(cursor, _statements(), user_id)
+            lock_owner(cursor, vendor_statements(), user_id)
         entries = {"user": 0, "memory": 0}
         for memory_type, content in MemoryDocument.objects.filter(user_id=user_id).values_list(
                 "memory_type", "content"):
@@ -103,7 +103,7 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
             removed.update({str(kind): int(count) for kind, count in also(user_id).items()})
         event = MemoryEvent.objects.create(
             user_id=user_id, actor=actor, outcome=Outcome.ERASED, actions=removed,
-            user_characters=0, memory_characters=0, duration_ms=_elapsed_ms(started),
+            user_characters=0, memory_characters=0, duration_ms=elapsed_ms(started),
         )
         signals.send_after_commit(signals.memory_erased, MemoryDocument, user_id=user_id, actor=actor,
                                   removed=dict(removed))
@@ -123,7 +123,7 @@ def lock_owner_for_deletion(*, user_id) -> None:
     if not connection.in_atomic_block:
         return  # no transaction to hold the lock in: nothing to serialise with
     with connection.cursor() as cursor:
-        sql = _statements()
+        sql = vendor_statements()
         cursor.execute(sql.lock_owner, [sql.owner(user_id)])
     # The cascade's own query ran before the lock: delete what a writer wrote since.
     MemoryVersion.objects.filter(user_id=user_id).delete()

@@ -16,25 +16,25 @@ from ..conf import memory_settings
 from ..models import Actor, MemoryEvent, Outcome
 from ..rules import Operation, document_length, summarize
 from .locks import bounded_wait
-from .statements import _Statements, _statements
+from .statements import Statements, vendor_statements
 
 # One logger for the whole store, named as before it was a package.
 logger = logging.getLogger("agentmemory.store")
 
 
-def _record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code=""):
+def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code=""):
     """Insert one event row in its own statement (the paths outside a commit's cursor)."""
-    sql = _statements()
+    sql = vendor_statements()
     if not sql.direct_event:
         _insert_event(
             user_id=user_id, actor=actor, outcome=outcome, operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions,
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
-            retry_count=retry_count, duration_ms=_elapsed_ms(started), error_code=error_code,
+            retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
         )
         return
-    params = _event_params(
+    params = event_params(
         sql, owner=sql.owner(user_id), actor=actor, outcome=outcome, summary=summary, snapshot=snapshot,
         retry_count=retry_count, started=started, error_code=error_code, now=sql.now(),
     )
@@ -42,7 +42,7 @@ def _record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, st
         cursor.execute(sql.insert_event, params)
 
 
-def _event_params(sql: _Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
+def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
                   error_code, now) -> list:
     """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order."""
     if not sql.direct_event:  # the model changed: let every field prepare its own value
@@ -51,7 +51,7 @@ def _event_params(sql: _Statements, *, owner, actor, outcome, summary, snapshot,
             targets=summary.targets, actions=summary.actions,
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
-            retry_count=retry_count, duration_ms=_elapsed_ms(started), error_code=error_code,
+            retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
         )
         return [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
     adapt_json = connection.ops.adapt_json_value
@@ -60,20 +60,20 @@ def _event_params(sql: _Statements, *, owner, actor, outcome, summary, snapshot,
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),
         document_length(snapshot.user) if snapshot else None,
         document_length(snapshot.memory) if snapshot else None,
-        retry_count, _elapsed_ms(started), error_code, None, "", "", now,
+        retry_count, elapsed_ms(started), error_code, None, "", "", now,
     ]
 
 
 def _insert_event(**values) -> None:
     """INSERT the row `MemoryEvent.objects.create(**values)` would, without the ORM."""
     event = MemoryEvent(**values)
-    sql = _statements()
+    sql = vendor_statements()
     params = [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
     with connection.cursor() as cursor:
         cursor.execute(sql.insert_event, params)
 
 
-def _record_outside(record: Callable[..., None], outcome: str, error_code: str = "") -> None:
+def record_outside(record: Callable[..., None], outcome: str, error_code: str = "") -> None:
     """Write an event for a rolled-back commit; never mask the original error."""
     if connection.in_atomic_block and connection.needs_rollback:
         return
@@ -88,8 +88,8 @@ def _record_outside(record: Callable[..., None], outcome: str, error_code: str =
 
 def record_discarded(*, user_id, operations: Sequence[Operation], reason: str) -> None:
     """Record that a turn's staged batch was dropped without a commit."""
-    _record_outside(
-        lambda outcome, snapshot, code: _record_event(
+    record_outside(
+        lambda outcome, snapshot, code: record_event(
             user_id=user_id, actor=Actor.AGENT, outcome=outcome, summary=summarize(operations),
             snapshot=None, retry_count=0, started=time.monotonic(), error_code=code,
         ),
@@ -98,5 +98,5 @@ def record_discarded(*, user_id, operations: Sequence[Operation], reason: str) -
     )
 
 
-def _elapsed_ms(started: float) -> int:
+def elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)

@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from ..conf import memory_settings
 from ..rules import MemoryValidationError
 from .errors import InactiveUser, MemoryTurnedOff, UnknownUser
-from .statements import _Statements, _statements
+from .statements import Statements, vendor_statements
 
 
 @contextmanager
@@ -66,7 +66,7 @@ def bounded_wait(seconds: float, *, statement: bool = False):
     yield
 
 
-def _lock_wait(db, seconds: float):
+def lock_wait(db, seconds: float):
     """Bound SQLite's wait for its write lock (taken by BEGIN IMMEDIATE, before
     the transaction's first statement); PostgreSQL's is set in the transaction."""
     return bounded_wait(seconds) if db.vendor == "sqlite" else nullcontext()
@@ -75,7 +75,7 @@ def _lock_wait(db, seconds: float):
 ERASED_MESSAGE = "The person erased their memory while this turn ran; nothing staged before the erase is saved."
 
 
-def _lock_owner(cursor, sql: _Statements, user_id, *, agent: bool = False, lock_timeout: float | None = None,
+def lock_owner(cursor, sql: Statements, user_id, *, agent: bool = False, lock_timeout: float | None = None,
                 erasures: int | None = None):
     """Lock the owner's row in the user table (the per-person write lock).
 
@@ -114,5 +114,5 @@ def lock_person(*, user_id, agent: bool = False, erasures: int | None = None):
     if not connection.in_atomic_block:
         raise RuntimeError("lock_person must run inside transaction.atomic()")
     with connection.cursor() as cursor:
-        return _lock_owner(cursor, _statements(), user_id, agent=agent,
+        return lock_owner(cursor, vendor_statements(), user_id, agent=agent,
                            lock_timeout=memory_settings().commit_lock_timeout, erasures=erasures)

@@ -18,7 +18,7 @@ from ..models import SCHEMA_VERSION, MemoryDocument, MemoryPreference
 from ..rules import TARGETS, Snapshot, parse_document
 from .errors import MemoryUnavailable, SchemaVersionError
 from .locks import bounded_wait
-from .statements import _client_side_binding, _fetch, _Row, _statements
+from .statements import Row, client_side_binding, fetch, vendor_statements
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,13 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
     With `timeout` (seconds) the read gives up when the query or a lock wait
     (a migration, a long transaction) takes longer, raising MemoryUnavailable.
     """
-    sql = _statements()
+    sql = vendor_statements()
     if sql.select_state:
         # PostgreSQL: one fixed statement, no ORM query to build (it ran on every turn).
         def query():
             with connection.cursor() as cursor:
                 cursor.execute(sql.select_state, [sql.owner(user_id)])
-                return [_Row(*row) for row in cursor.fetchall()]  # pk, type, content, version, sources, dates
+                return [Row(*row) for row in cursor.fetchall()]  # pk, type, content, version, sources, dates
     else:
         def query():
             return list(MemoryDocument.objects.filter(user_id=user_id).only(
@@ -56,7 +56,7 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
                 rows = query()
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
-    return _state_from_rows(rows)
+    return state_from_rows(rows)
 
 
 def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, Snapshot | None]:
@@ -75,7 +75,7 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     which PostgreSQL runs as one implicit transaction (the bounds apply to the
     read and end with it). Elsewhere: two ORM queries inside `bounded_wait`.
     """
-    sql = _statements()
+    sql = vendor_statements()
     if not sql.select_turn:
         try:
             with bounded_wait(timeout, statement=True) if timeout is not None else nullcontext():
@@ -91,13 +91,13 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     owner = sql.owner(user_id)
     try:
         if timeout is None:
-            found = _fetch(sql.select_turn, [owner, owner])
-        elif not connection.in_atomic_block and _client_side_binding():
+            found = fetch(sql.select_turn, [owner, owner])
+        elif not connection.in_atomic_block and client_side_binding():
             bound = f"{max(1, int(timeout * 1000))}ms"
-            found = _fetch(sql.bounds_then_select_turn, [bound, bound, owner, owner], result=1)
+            found = fetch(sql.bounds_then_select_turn, [bound, bound, owner, owner], result=1)
         else:
             with bounded_wait(timeout, statement=True):
-                found = _fetch(sql.select_turn, [owner, owner])
+                found = fetch(sql.select_turn, [owner, owner])
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     # Always at least one row: the settings (NULL when there is no row) beside each document.
@@ -134,7 +134,7 @@ def _snapshot_from_rows(rows: Sequence[tuple[str, str, int]]) -> Snapshot:
     return Snapshot(user=documents["user"], memory=documents["memory"])
 
 
-def _state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
+def state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
     documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
     updated: dict[str, datetime | None] = {target: None for target in TARGETS}
     created: dict[str, datetime | None] = {target: None for target in TARGETS}

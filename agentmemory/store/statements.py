@@ -38,7 +38,7 @@ logger = logging.getLogger("agentmemory.store")
 PREPARED_STATEMENT_SQLSTATES = frozenset({"26000", "42P05"})
 
 
-def _fetch(statement: str, params: list, *, result: int = 0) -> list:
+def fetch(statement: str, params: list, *, result: int = 0) -> list:
     """Run `statement` and return the rows of its `result`-th result set."""
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
@@ -47,7 +47,7 @@ def _fetch(statement: str, params: list, *, result: int = 0) -> list:
         return cursor.fetchall()
 
 
-def _client_side_binding() -> bool:
+def client_side_binding() -> bool:
     """True when Django's PostgreSQL connection binds parameters client-side (its default),
     so a query string may hold several statements."""
     connection.ensure_connection()
@@ -55,7 +55,7 @@ def _client_side_binding() -> bool:
 
 
 @dataclass(frozen=True)
-class _Row:
+class Row:
     pk: int
     memory_type: str
     content: str
@@ -65,9 +65,9 @@ class _Row:
     updated_at: datetime | None = None
 
 
-# MemoryEvent's columns in the order `_event_params` fills them. A model change
+# MemoryEvent's columns in the order `event_params` fills them. A model change
 # that adds or renames a field falls back to the generic path (`_insert_event`)
-# until this list and `_event_params` follow it.
+# until this list and `event_params` follow it.
 _EVENT_COLUMNS = (
     "user", "actor", "outcome", "operation_count", "targets", "actions", "user_characters",
     "memory_characters", "retry_count", "duration_ms", "error_code", "staff", "staff_username", "viewed",
@@ -75,7 +75,7 @@ _EVENT_COLUMNS = (
 )
 
 
-# MemoryVersion's columns in the order `_keep_versions` fills them.
+# MemoryVersion's columns in the order `keep_versions` fills them.
 _VERSION_COLUMNS = (
     "user", "event", "memory_type", "before", "before_provenance", "after", "kind", "by", "conversation_id",
     "turn_id", "schema_version", "created_at",
@@ -83,7 +83,7 @@ _VERSION_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class _Statements:
+class Statements:
     lock_owner: str
     select_rows: str
     insert_row: str
@@ -96,7 +96,7 @@ class _Statements:
     event_fields: tuple
     owner_field: object = None  # the user model's primary key field
     # PostgreSQL on psycopg 3: Django's server-side binding cursor class, so
-    # psycopg may prepare these statements (see `_commit_cursor`), and the
+    # psycopg may prepare these statements (see `commit_cursor`), and the
     # same binding that never prepares, for when prepared statements are off.
     binding_cursor: type | None = None
     unprepared_cursor: type | None = None
@@ -127,10 +127,10 @@ class _Statements:
         return self.now_field.get_db_prep_value(timezone.now(), connection)
 
 
-_STATEMENTS: dict[tuple[str, bool], _Statements] = {}
+_STATEMENTS: dict[tuple[str, bool], Statements] = {}
 
 
-def _statements() -> _Statements:
+def vendor_statements() -> Statements:
     """Return the statements for the current connection's vendor, built once."""
     db = connections[DEFAULT_DB_ALIAS]
     key = (db.vendor, db.features.has_select_for_update)
@@ -146,7 +146,7 @@ def _forget_statements(*, setting, **kwargs) -> None:
         _STATEMENTS.clear()
 
 
-def _build_statements(vendor: str, for_update: bool) -> _Statements:
+def _build_statements(vendor: str, for_update: bool) -> Statements:
     quote = connection.ops.quote_name
 
     def names(model, *fields):
@@ -199,7 +199,7 @@ def _build_statements(vendor: str, for_update: bool) -> _Statements:
         f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
         if vendor == "postgresql" else ""
     )
-    return _Statements(
+    return Statements(
         lock_owner=lock_owner,
         # PostgreSQL evaluates the FROM list (and so set_config) before its
         # LockRows step waits for the row lock: the timeout, local to the
@@ -283,7 +283,7 @@ _ClientCursor = None
 _prepared_statements_off = False
 
 
-def _commit_cursor(db, sql: _Statements, *, direct: bool = False):
+def commit_cursor(db, sql: Statements, *, direct: bool = False):
     """Return the commit's one cursor.
 
     On PostgreSQL the commit's few fixed statements bind their parameters
@@ -317,7 +317,7 @@ def _commit_cursor(db, sql: _Statements, *, direct: bool = False):
     return db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
 
 
-def _prepared_statements_lost(exc: BaseException) -> bool:
+def prepared_statements_lost(exc: BaseException) -> bool:
     """Return True (and stop preparing) when the server lost a prepared statement."""
     global _prepared_statements_off
     cause = exc.__cause__ or exc
@@ -332,4 +332,4 @@ def _prepared_statements_lost(exc: BaseException) -> bool:
     return True
 
 
-_SOURCES_FIELD = MemoryDocument._meta.get_field("provenance")
+SOURCES_FIELD = MemoryDocument._meta.get_field("provenance")

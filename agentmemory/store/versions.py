@@ -14,15 +14,15 @@ from .. import provenance
 from ..models import SCHEMA_VERSION
 from ..rules import Snapshot, render_document
 from .reads import StoredMemory
-from .statements import _SOURCES_FIELD, _Statements
+from .statements import SOURCES_FIELD, Statements
 
 
-def _keep_versions(cursor, sql: _Statements, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
+def keep_versions(cursor, sql: Statements, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
                    now, source: provenance.Source, *, kind: str, config) -> None:
     """Record each changed document's version for this change, then prune the person's oldest ones."""
     for target in targets:
         before = stored.snapshot.entries(target)
-        before_sources = _SOURCES_FIELD.get_db_prep_save(
+        before_sources = SOURCES_FIELD.get_db_prep_save(
             provenance.to_json(stored.sources.get(target) or ()) if before else None, connection)
         cursor.execute(sql.insert_version, [
             owner, change_id, target, render_document(before), before_sources,

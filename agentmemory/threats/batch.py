@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 from .findings import ThreatFinding
-from .scan import _phrase_category, _views, is_blocked
+from .scan import entry_views, is_blocked, phrase_category
 
 # The end of the earlier entry and the start of the later one that are read
 # together: longer than any phrase (the longest spans a few hundred characters).
@@ -60,7 +60,7 @@ def scan_batch(entries: Sequence[str], new: Collection[int] | None = None) -> Sp
         if is_blocked(before) is not None or is_blocked(after) is not None:
             continue
         joined = unicodedata.normalize("NFKC", _tail(before) + "\n" + _head(after))
-        category = _phrase_category(joined, _views(joined))
+        category = phrase_category(joined, entry_views(joined))
         if category is not None:
             later = new is None or index in new
             return SplitFinding(index if later else index - 1, ThreatFinding(category))

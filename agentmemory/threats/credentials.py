@@ -2,7 +2,7 @@
 
 Matched on NFKC text, not folded (case matters in a key). Each family is a
 generator of (offset, value) pairs, so one set of patterns serves two
-callers: the scan (`_has_secret`: does any family yield?) and
+callers: the scan (`has_secret`: does any family yield?) and
 `secret_values` (what does each yield?), which the turn's gate uses to keep
 a value a person presented as a secret out of every entry of that turn.
 
@@ -19,12 +19,12 @@ import unicodedata
 from collections.abc import Iterator
 
 from .entropy import random_runs
-from .folding import _rendered
+from .folding import rendered_text
 
 # Shapes of well-known credentials, matched case-sensitively on NFKC text.
 # Where only part of a match is the secret (a URL's password, a header's
 # value), that part is the `value` group; otherwise the whole match is.
-_SECRET_SHAPES: tuple[re.Pattern[str], ...] = tuple(
+SECRET_SHAPES: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern)
     for pattern in (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
@@ -44,7 +44,7 @@ _SECRET_SHAPES: tuple[re.Pattern[str], ...] = tuple(
         r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)",
     )
 )
-_PRIVATE_KEY_BLOCK = _SECRET_SHAPES[0]
+_PRIVATE_KEY_BLOCK = SECRET_SHAPES[0]
 # The body of a private key block: its base64 lines, up to the END line.
 _KEY_BODY_LINE = re.compile(r"^[ \t]*([A-Za-z0-9+/=]{4,})[ \t]*$", re.MULTILINE)
 _KEY_BLOCK_END = re.compile(r"-----END [A-Z0-9 ]*-----")
@@ -52,7 +52,7 @@ _KEY_TAIL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 def _shape_values(text: str) -> Iterator[tuple[int, str]]:
-    for pattern in _SECRET_SHAPES:
+    for pattern in SECRET_SHAPES:
         for match in pattern.finditer(text):
             if pattern is _PRIVATE_KEY_BLOCK:
                 yield match.start(), match.group()
@@ -387,7 +387,7 @@ def _password_shaped(token: str) -> str | None:
     return token
 
 
-def _has_secret(compatible: str) -> bool:
+def has_secret(compatible: str) -> bool:
     return (
         _has_secret_assignment(compatible)
         or _has_prose_secret(compatible)
@@ -424,7 +424,7 @@ def secret_values(text: str) -> tuple[str, ...]:
     again as markdown renders it, like the scan.
     """
     compatible = unicodedata.normalize("NFKC", text)
-    rendered = _rendered(compatible)
+    rendered = rendered_text(compatible)
     found: list[tuple[int, str]] = []
     for view in (compatible,) if rendered is None else (compatible, rendered):
         pairs = [

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from .invisible import _INVISIBLE_OTHER, _ZWJ, _ZWNJ
+from .invisible import INVISIBLE_OTHER, ZWJ, ZWNJ
 
 # Typographic quotes and dashes read as their ASCII forms.
 _PUNCTUATION = str.maketrans({
@@ -81,7 +81,7 @@ _SPACES = re.compile(r"[^\S\r\n]+")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]\s*")
 
 
-def _fold(text: str, *, lines: bool = False) -> str:
+def fold(text: str, *, lines: bool = False) -> str:
     """Return text as the phrase patterns read it.
 
     Joiners removed, typographic punctuation mapped to ASCII, letters
@@ -92,7 +92,7 @@ def _fold(text: str, *, lines: bool = False) -> str:
     space. With `lines`, each run of line breaks stays one line break, so a
     line is read as the start of a new sentence.
     """
-    text = text.replace(_ZWJ, "").replace(_ZWNJ, "").translate(_PUNCTUATION)
+    text = text.replace(ZWJ, "").replace(ZWNJ, "").translate(_PUNCTUATION)
     text = unicodedata.normalize("NFD", text)
     if _CONFUSABLE_LETTER.search(text) and _LATIN_LETTER.search(text):
         text = text.translate(_CONFUSABLES)
@@ -236,7 +236,7 @@ def _separated(folded: str, *, stops: bool = False) -> Separated | None:
     return None if separated == folded else Separated(separated, starts, origins)
 
 
-def _separations(folded: str) -> tuple[Separated, ...]:
+def separated_readings(folded: str) -> tuple[Separated, ...]:
     """Return the separated readings of folded text that differ from it: every mark a space, then stops kept."""
     readings: list[Separated] = []
     for stops in (False, True):
@@ -265,12 +265,12 @@ _CODE_TICKS = re.compile(r"`+")
 # `2 * 3`), `~~`, and a run of `_` at the edge of a word (not `snake_case`).
 _EMPHASIS = re.compile(r"\*+(?=\S)|(?<=\S)\*+|~~+|(?<![^\W_])_+(?=\S)|(?<=\S)_+(?![^\W_])")
 _INVISIBLE_OR_FORMAT = re.compile(
-    "[" + "".join(sorted(_INVISIBLE_OTHER - {"\u2028", "\u2029"})) + "\u00ad\u061c\u180e\u200b-\u200f"
+    "[" + "".join(sorted(INVISIBLE_OTHER - {"\u2028", "\u2029"})) + "\u00ad\u061c\u180e\u200b-\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufe00-\ufe0f\U000e0000-\U000e007f]"
 )
 
 
-def _rendered(text: str) -> str | None:
+def rendered_text(text: str) -> str | None:
     """Return `text` as it reads once its markdown and HTML are rendered, or None if it has none.
 
     Emphasis (`**x**`, `*x*`, `__x__`, `_x_`, `~~x~~`), code spans, links
@@ -307,7 +307,7 @@ def _unleet(match: re.Match[str]) -> str:
     return word.translate(_LEET)
 
 
-def _deobfuscated(folded: str) -> str | None:
+def deobfuscated_text(folded: str) -> str | None:
     """Return folded text with leetspeak words and spaced-out letters undone.
 
     `ign0re` reads `ignore`, `i g n o r e` reads `ignore`. None when the text
@@ -321,7 +321,7 @@ def _deobfuscated(folded: str) -> str | None:
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
 
 
-def _rot13(folded: str) -> str:
+def rot13(folded: str) -> str:
     """Return folded text with ROT13 undone (`vtaber cerivbhf` reads `ignore previous`)."""
     return folded.translate(_ROT13)
 
@@ -331,7 +331,7 @@ _PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2}){6,}")
 _MAX_DECODED = 8
 
 
-def _decoded_payloads(text: str) -> list[str]:
+def decoded_payloads(text: str) -> list[str]:
     """Return readable text hidden in base64 runs or percent-encoding."""
     payloads = []
     for match in _BASE64_RUN.finditer(text):

@@ -27,7 +27,7 @@ _HIDDEN_ELEMENT = re.compile(
 )
 
 
-def _has_hidden_markup(text: str) -> bool:
+def has_hidden_markup(text: str) -> bool:
     if _HIDDEN_ELEMENT.search(text):
         return True
     for match in _MARKDOWN_COMMENT.finditer(text):

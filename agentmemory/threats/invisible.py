@@ -8,18 +8,18 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_ZWNJ, _ZWJ = "\u200c", "\u200d"
+ZWNJ, ZWJ = "\u200c", "\u200d"
 _DIRECTION_MARKS = frozenset("\u200e\u200f\u061c")  # LRM, RLM, ALM
 # Format characters that are visible or required in their scripts
 # (Arabic/Syriac number signs and the like).
 _ALLOWED_FORMAT = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2\U000110bd\U000110cd")
 # Invisible characters that Unicode does not class as format characters.
-_INVISIBLE_OTHER = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2028\u2029\u180e")
+INVISIBLE_OTHER = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2028\u2029\u180e")
 _EMOJI_TAG_SEQUENCE = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,6}\U000e007f")
 _VARIATION_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
-def _has_invisible(text: str) -> bool:
+def has_invisible(text: str) -> bool:
     if text.isascii():
         return False  # ASCII holds no format or invisible characters (controls are refused by the rules)
     # Subdivision flags (England, Scotland, Wales) are built from tag
@@ -34,11 +34,11 @@ def _has_invisible(text: str) -> bool:
         if selector and (previous_selector or index == 0):
             return True
         previous_selector = selector
-        if char in _INVISIBLE_OTHER:
+        if char in INVISIBLE_OTHER:
             return True
         if unicodedata.category(char) != "Cf" or char in _ALLOWED_FORMAT:
             continue
-        if char in (_ZWJ, _ZWNJ) and _joiner_in_context(text, index):
+        if char in (ZWJ, ZWNJ) and _joiner_in_context(text, index):
             continue
         if char in _DIRECTION_MARKS:
             if rtl is None:
@@ -61,7 +61,7 @@ def _joiner_in_context(text: str, index: int) -> bool:
     if index == 0 or index == len(text) - 1:
         return False
     before, after = text[index - 1], text[index + 1]
-    if text[index] == _ZWJ and _is_emoji_part(before) and _is_emoji_part(after):
+    if text[index] == ZWJ and _is_emoji_part(before) and _is_emoji_part(after):
         return True
     return _is_script_letter(before) and _is_script_letter(after)
 

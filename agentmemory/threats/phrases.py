@@ -1,6 +1,6 @@
 """The phrase families: instructions to the assistant, role changes, remote control, persistence, exfiltration.
 
-Patterns only, read on folded text (`folding.py`); `_match_phrases` returns the
+Patterns only, read on folded text (`folding.py`); `match_phrases` returns the
 category of the first that matches. Every gap between key words is bounded,
 so a pattern runs in time linear in the text.
 """
@@ -100,7 +100,7 @@ _NOT_THE_CONVERSATION = (
     r"|settings|starters?|tone|format|language|style)\b)"
 )
 
-_PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
+PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
     (category, re.compile(r"\b" + pattern[1:]) if pattern.startswith(_DIRECTIVE) else re.compile(pattern),
      pattern.startswith(_DIRECTIVE))
     for category, pattern in (
@@ -418,14 +418,14 @@ _PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
 # Only the phrases whose start depends on where a line starts read differently
 # line by line: orders in the imperative and those that look behind for a
 # line break. The rest only ever match less there.
-_LINE_PHRASES = tuple(
-    phrase for phrase in _PHRASES if phrase[2] or "(?<=\\n)" in phrase[1].pattern or "\\n])" in phrase[1].pattern
+LINE_PHRASES = tuple(
+    phrase for phrase in PHRASES if phrase[2] or "(?<=\\n)" in phrase[1].pattern or "\\n])" in phrase[1].pattern
 )
 
 
-def _match_phrases(
+def match_phrases(
     folded: str,
-    phrases: tuple[tuple[str, re.Pattern[str], bool], ...] = _PHRASES,
+    phrases: tuple[tuple[str, re.Pattern[str], bool], ...] = PHRASES,
     around: tuple[str, Separated] | None = None,
 ) -> str | None:
     """Return the category of the first phrase found in `folded`, or None.

@@ -11,12 +11,12 @@ import unicodedata
 from functools import lru_cache
 from re import Pattern
 
-from .credentials import _SECRET_SHAPES, _has_secret
+from .credentials import SECRET_SHAPES, has_secret
 from .findings import HIDDEN_CONTENT, INVISIBLE_UNICODE, MAX_SCAN_CHARS, OVERSIZED, SECRET, ThreatFinding
-from .folding import Separated, _decoded_payloads, _deobfuscated, _fold, _rendered, _rot13, _separations
-from .hidden import _has_hidden_markup
-from .invisible import _has_invisible
-from .phrases import _LINE_PHRASES, _PHRASES, _match_phrases
+from .folding import Separated, decoded_payloads, deobfuscated_text, fold, rendered_text, rot13, separated_readings
+from .hidden import has_hidden_markup
+from .invisible import has_invisible
+from .phrases import LINE_PHRASES, PHRASES, match_phrases
 
 
 def scan_entry(text: str) -> ThreatFinding | None:
@@ -25,37 +25,37 @@ def scan_entry(text: str) -> ThreatFinding | None:
         return ThreatFinding(OVERSIZED)
     # Checked on the raw text and again after NFKC, so that compatibility
     # folding can neither hide nor introduce an invisible character.
-    if _has_invisible(text):
+    if has_invisible(text):
         return ThreatFinding(INVISIBLE_UNICODE)
     compatible = unicodedata.normalize("NFKC", text)
-    if _has_invisible(compatible):
+    if has_invisible(compatible):
         return ThreatFinding(INVISIBLE_UNICODE)
-    views = _views(compatible)
+    views = entry_views(compatible)
     for view in views:
-        for pattern in _SECRET_SHAPES:
+        for pattern in SECRET_SHAPES:
             if pattern.search(view):
                 return ThreatFinding(SECRET)
-    if _has_hidden_markup(compatible):
+    if has_hidden_markup(compatible):
         return ThreatFinding(HIDDEN_CONTENT)
-    category = _phrase_category(compatible, views)
+    category = phrase_category(compatible, views)
     if category is not None:
         return ThreatFinding(category)
-    if any(_has_secret(view) for view in views):
+    if any(has_secret(view) for view in views):
         return ThreatFinding(SECRET)
     return None
 
 
-def _views(compatible: str) -> tuple[str, ...]:
+def entry_views(compatible: str) -> tuple[str, ...]:
     """Return the NFKC text as written and — when it holds markup — as a reader sees it rendered.
 
     `**ignore** previous` reads `ignore previous` to the model too. The
     stored text stays as written; only these views are folded.
     """
-    rendered = _rendered(compatible)
+    rendered = rendered_text(compatible)
     return (compatible,) if rendered is None else (compatible, rendered)
 
 
-def _phrase_category(compatible: str, views: tuple[str, ...]) -> str | None:
+def phrase_category(compatible: str, views: tuple[str, ...]) -> str | None:
     """Return the category of the first phrase found in any view of the NFKC text, or None."""
     for view in views:
         category = _read_phrases(view)
@@ -63,9 +63,9 @@ def _phrase_category(compatible: str, views: tuple[str, ...]) -> str | None:
             return category
     # Text smuggled in base64 or percent-encoding is decoded once and read
     # with the same phrases.
-    for decoded in _decoded_payloads(compatible):
-        folded = _fold(unicodedata.normalize("NFKC", decoded))
-        category = _read_folded(folded, _separations(folded))
+    for decoded in decoded_payloads(compatible):
+        folded = fold(unicodedata.normalize("NFKC", decoded))
+        category = _read_folded(folded, separated_readings(folded))
         if category is not None:
             return category
     return None
@@ -82,34 +82,34 @@ def _read_phrases(view: str) -> str | None:
     `ignore-previous-instructions`; `folding._separated`). Last, the folded
     text is read with ROT13 undone.
     """
-    folded = _fold(view)
-    separations = _separations(folded)
+    folded = fold(view)
+    separations = separated_readings(folded)
     category = _read_folded(folded, separations)
     if category is None and ("\n" in view or "\r" in view):
-        lined = _fold(view, lines=True)
-        category = _read_folded(lined, _separations(lined), _LINE_PHRASES)
+        lined = fold(view, lines=True)
+        category = _read_folded(lined, separated_readings(lined), LINE_PHRASES)
     if category is None:
         # Leetspeak and spaced letters on the text as written and with every
         # mark a space (`i.g.n.o.r.e`); the stops kept add nothing there.
         for text in (folded, *(reading.text for reading in separations[:1])):
-            if (deobfuscated := _deobfuscated(text)) is not None:
-                category = _match_phrases(deobfuscated)
+            if (deobfuscated := deobfuscated_text(text)) is not None:
+                category = match_phrases(deobfuscated)
                 if category is not None:
                     break
     if category is None:
-        category = _match_phrases(_rot13(folded))
+        category = match_phrases(rot13(folded))
     return category
 
 
 def _read_folded(
-    folded: str, separations: tuple[Separated, ...], phrases: tuple[tuple[str, Pattern[str], bool], ...] = _PHRASES,
+    folded: str, separations: tuple[Separated, ...], phrases: tuple[tuple[str, Pattern[str], bool], ...] = PHRASES,
 ) -> str | None:
     """Return the category of the first phrase in folded text, as written or separated."""
-    category = _match_phrases(folded, phrases)
+    category = match_phrases(folded, phrases)
     for reading in separations:
         if category is not None:
             break
-        category = _match_phrases(reading.text, phrases, (folded, reading))
+        category = match_phrases(reading.text, phrases, (folded, reading))
     return category
 
 

@@ -138,7 +138,7 @@ def _contains(text: str, needle: str) -> bool:
     return needle.casefold() in text.casefold()
 
 
-def _entries(snapshot: Snapshot) -> list[tuple[str, str]]:
+def snapshot_entries(snapshot: Snapshot) -> list[tuple[str, str]]:
     return [(target, entry) for target in TARGETS for entry in snapshot.entries(target)]
 
 
@@ -190,7 +190,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
         return any(
             _contains(entry, needle)
             for snapshots in snapshots_by_person.values() for snapshot in snapshots
-            for _, entry in _entries(snapshot) for needle in needles
+            for _, entry in snapshot_entries(snapshot) for needle in needles
         )
 
     def ever_offered(needles: Sequence[str]) -> bool:
@@ -210,7 +210,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
                 and event.status not in _ACCEPTED
             ),
             stored=turn.after != turn.before, leaked_tool_text=leaks_tool_text(turn.reply),
-            prompt_chars=turn.prompt_chars, empty_memory=not _entries(turn.before), requests=turn.requests,
+            prompt_chars=turn.prompt_chars, empty_memory=not snapshot_entries(turn.before), requests=turn.requests,
             memory_status=turn.memory_status,
             search_tool_calls=sum(1 for event in turn.tool_events if event.tool == SEARCH_TOOL_NAME),
             memory_code=turn.memory_code,
@@ -241,7 +241,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
     entries_changed = entries_added = 0
     if scenario.kind == RECALL_KIND:
         for person, snapshots in history.items():
-            seeded_entries = _entries(seeded[person])
+            seeded_entries = snapshot_entries(seeded[person])
             entries_changed += sum(
                 1 for target, entry in seeded_entries
                 if any(entry not in snapshot.entries(target) for snapshot in snapshots)
@@ -292,7 +292,7 @@ def _records(
             records.append(ExpectationRecord("nothing", person, met=unchanged))
         elif expectation.change == "replace":
             before = before_last(person)
-            olds = [(target, entry) for target, entry in _entries(before) if _contains(entry, expectation.old)]
+            olds = [(target, entry) for target, entry in snapshot_entries(before) if _contains(entry, expectation.old)]
             gone = all(entry not in after.entries(target) for target, entry in olds)
             targets = {target for target, _ in olds}
             replaced = any(
@@ -302,9 +302,9 @@ def _records(
                                              precondition=bool(olds)))
         elif expectation.change == "remove":
             before = before_last(person)
-            existed = any(_contains(entry, expectation.old) for _, entry in _entries(before))
-            removed = not any(_contains(entry, expectation.old) for _, entry in _entries(after))
-            kept = all(any(_contains(entry, text) for _, entry in _entries(after)) for text in expectation.keep)
+            existed = any(_contains(entry, expectation.old) for _, entry in snapshot_entries(before))
+            removed = not any(_contains(entry, expectation.old) for _, entry in snapshot_entries(after))
+            kept = all(any(_contains(entry, text) for _, entry in snapshot_entries(after)) for text in expectation.keep)
             records.append(ExpectationRecord("remove", person, met=existed and removed and kept, precondition=existed))
         elif expectation.change == "answer":
             last = by_person.get(person, [])[-1:]
@@ -317,7 +317,7 @@ def _records(
         else:  # absent
             stored = any(
                 _matches_any(entry, expectation.keywords)
-                for snapshot in history.get(person, []) for _, entry in _entries(snapshot)
+                for snapshot in history.get(person, []) for _, entry in snapshot_entries(snapshot)
             )
             said = any(
                 turn.reply and _matches_any(turn.reply, expectation.keywords) for turn in by_person.get(person, [])

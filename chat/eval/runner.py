@@ -23,7 +23,7 @@ from agentmemory import store
 from agentmemory.models import Actor
 from agentmemory.rules import Operation, Snapshot
 
-from .judging import ScenarioObservation, ScenarioResult, TurnObservation, _entries, judge
+from .judging import ScenarioObservation, ScenarioResult, TurnObservation, judge, snapshot_entries
 from .scenarios import CONSOLIDATION_KIND, Scenario, Turn
 
 USER_PREFIX = "curation-"
@@ -122,7 +122,7 @@ def _create_user():
 
 
 def _seed(user_id, snapshot: Snapshot) -> None:
-    operations = [Operation(target=target, action="add", content=entry) for target, entry in _entries(snapshot)]
+    operations = [Operation(target=target, action="add", content=entry) for target, entry in snapshot_entries(snapshot)]
     if operations:
         store.commit_operations(user_id=user_id, operations=operations, actor=Actor.SYSTEM)
 
