@@ -75,7 +75,12 @@ async def _check_channel_layer() -> None:
     layer = get_channel_layer()
     if layer is None:
         raise LookupError("no channel layer")
-    channel = await layer.new_channel("readyz.")
+    # The default prefix: channels_redis has one receive loop per process, and
+    # while an open socket's consumer holds it, it reads only the process's
+    # `specific.` channels. A channel of another prefix ("readyz.", as before)
+    # was never read while any socket was open, so every worker with chat
+    # sockets failed this check (a 2 s timeout) and left the balancer.
+    channel = await layer.new_channel()
     token = uuid.uuid4().hex
     await layer.send(channel, {"type": "readyz.ping", "token": token})
     message = await layer.receive(channel)

@@ -88,3 +88,34 @@ async def test_readyz_works_on_the_async_path_with_a_real_redis_layer(async_clie
 @pytest.mark.parametrize("path", ["/healthz", "/readyz"])
 def test_probes_answer_get_only(client, path):
     assert client.post(path).status_code == 405
+
+
+async def test_readyz_channel_check_passes_while_a_socket_waits_on_the_same_layer(monkeypatch):
+    """An open chat socket's consumer holds channels_redis's one receive loop of the process; the
+    check's message must come through it (before: a `readyz.` channel, never read meanwhile, so
+    every worker with an open socket failed /readyz; found by the drills of docs/reliability.md)."""
+    import asyncio
+
+    from channels_redis.core import RedisChannelLayer
+
+    from config import health
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.exceptions.RedisError:
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            raise
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    layer = RedisChannelLayer(hosts=[REDIS_URL])
+    monkeypatch.setattr(health, "get_channel_layer", lambda: layer)
+    socket = asyncio.ensure_future(layer.receive(await layer.new_channel()))  # a socket waiting for frames
+    try:
+        await asyncio.sleep(0.2)  # it holds the receive loop now
+        await asyncio.wait_for(health._check_channel_layer(), health.CHECK_TIMEOUT_SECONDS)
+    finally:
+        socket.cancel()
+        try:
+            await socket
+        except (asyncio.CancelledError, Exception):
+            pass
+        await layer.flush()
