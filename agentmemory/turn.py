@@ -211,7 +211,8 @@ class MemoryTurn:
             self.enabled, self.off_code = False, "temporary"
         self.limits = dict(limits or config.limits)
         # What the turn's messages said, for trusted judgement of what the model stages (`heard`).
-        self.sources: gate.TurnSources | None = None
+        self._heard: list | None = None  # the turn's messages (`heard`), read into `sources` when first needed
+        self._sources: gate.TurnSources | None = None
         self.snapshot: Snapshot | None = None
         self.erasures: int | None = None  # the person's erase count, read with the memory
         self.committed: store.CommitResult | None = None
@@ -276,7 +277,20 @@ class MemoryTurn:
         transient note or an edit their latest message did not ask for.
         Without it only the entries' own features are judged.
         """
-        self.sources = gate.TurnSources.from_messages(messages)
+        self._heard, self._sources = list(messages), None
+
+    @property
+    def sources(self) -> gate.TurnSources | None:
+        """What the gate knows of the turn's messages (None before `heard`).
+
+        Read on first use, so a turn with memory off (which never stages, and
+        so never asks) pays nothing for it: reading the messages (secrets, with
+        detect-secrets, the threat scan, the intent) was a tenth of a plain
+        turn's CPU (docs/benchmarks.md).
+        """
+        if self._sources is None and self._heard is not None:
+            self._sources = gate.TurnSources.from_messages(self._heard)
+        return self._sources
 
     # --- what the model is offered ----------------------------------------------------
 
@@ -402,7 +416,7 @@ class MemoryTurn:
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
             # Open memory pages refresh and list it (usage only on the wire; memory is unchanged).
-            await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))
+            await asyncio.shield(notify.broadcast_memory_changed(self.user_id, self.snapshot, self.limits))  # type: ignore[arg-type]
             return self._settle(MemoryOutcome(PROPOSED, operation_count=len(operations), proposal_id=proposal_id,
                                               code=code))
 

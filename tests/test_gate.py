@@ -278,3 +278,15 @@ def test_a_message_carrying_an_attack_saves_nothing_however_reworded(message):
 ])
 def test_a_preference_or_a_secret_is_not_an_attack(message):
     assert not sources(message).attack
+
+
+def test_a_turn_with_memory_off_never_reads_its_messages():
+    """Reading the messages (secrets, the scan, the intent) costs a tenth of a plain turn: only memory pays it."""
+    from agentmemory.turn import MemoryTurn
+
+    off = MemoryTurn(user_id=1, enabled=False)
+    off.heard([{"role": "user", "content": "What do you remember about my editor?"}])
+    assert not off.answers_from_memory and off.tools == () and off._sources is None
+    on = MemoryTurn(user_id=1, enabled=True)
+    on.heard([{"role": "user", "content": "What do you remember about my editor?"}])
+    assert on.sources is not None and on.sources.intent == gate.QUESTION
