@@ -9,6 +9,8 @@ of `[[[...` is a refusal the model can recover from, never a failed turn;
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 # The API's bodies nest three levels ({"operations": [{...}]}); this leaves room and no more.
 MAX_JSON_DEPTH = 32
@@ -21,7 +23,7 @@ def too_deep(data, limit: int = MAX_JSON_DEPTH) -> bool:
     while stack:
         value, depth = stack.pop()
         if isinstance(value, dict):
-            children = value.values()
+            children: Iterable[Any] = value.values()
         elif isinstance(value, list):
             children = value
         else:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from .rules import Operation, Snapshot, apply_operations
+from .rules import Action, Operation, Snapshot, Target, apply_operations
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 
@@ -51,7 +51,7 @@ def entry_changes(before: Sequence[str], after: Sequence[str]) -> tuple[EntryCha
 
 
 def operations_towards(
-    target: str, current: Sequence[str], wanted: Sequence[str], *, exact_order: bool = False
+    target: Target, current: Sequence[str], wanted: Sequence[str], *, exact_order: bool = False
 ) -> list[Operation]:
     """Return pinned operations that turn `current` into `wanted` ([] when they hold the same entries).
 
@@ -72,11 +72,11 @@ def operations_towards(
             + [Operation(target=target, action="add", content=entry) for entry in wanted])
 
 
-def _pinned(target: str, action: str, entry: str, content: str | None = None) -> Operation:
+def _pinned(target: Target, action: Action, entry: str | None, content: str | None = None) -> Operation:
     return Operation(target=target, action=action, match=entry, content=content, entry=entry)
 
 
-def _result(target: str, current: Sequence[str], operations: Sequence[Operation]) -> tuple[str, ...] | None:
+def _result(target: Target, current: Sequence[str], operations: Sequence[Operation]) -> tuple[str, ...] | None:
     """The entries the batch leaves (None when the rules refuse it: the commit will say why)."""
     try:
         after = apply_operations(Snapshot(**{target: tuple(current)}), operations, {"user": 10**9, "memory": 10**9},

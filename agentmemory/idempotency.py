@@ -213,6 +213,7 @@ def claim(*, user_id, key: str, fingerprint: str, lease_seconds: float) -> Claim
         # The person's expired records count for nothing: drop them (this key's too, to claim it afresh).
         IdempotencyKey.objects.filter(user_id=user_id, expires_at__lte=now).delete()
         token = uuid.uuid4().hex
+        row: IdempotencyKey | None
         try:
             with transaction.atomic():
                 row = IdempotencyKey.objects.create(

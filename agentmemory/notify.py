@@ -67,7 +67,7 @@ async def broadcast_memory_changed(user_id, snapshot: Snapshot, limits: Mapping[
     return True
 
 
-def broadcast_memory_changed_sync(user_id, snapshot: Snapshot, limits: Mapping[str, int]) -> bool:
+def broadcast_memory_changed_sync(user_id, snapshot: Snapshot, limits: Mapping[str, int]) -> bool | None:
     return async_to_sync(broadcast_memory_changed)(user_id, snapshot, limits)
 
 

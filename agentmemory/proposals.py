@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -85,7 +86,9 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
     merged_from = list(merged_from or ())
     stored = []
     for index, op in enumerate(operations):
-        item = {"target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry}
+        item: dict[str, Any] = {
+            "target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry
+        }
         if index < len(reasons) and reasons[index]:
             item["reason"] = reasons[index]  # why trusted code asked (`gate.REASONS`), a code, no content
         if index < len(merged_from) and merged_from[index]:
@@ -268,7 +271,7 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
         if row is None:
             raise ProposalGone("No pending proposal of yours has this id.")
         operations = _with_edits(_from_json(row.operations), edits, row.operations)
-        origin = {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id}
+        origin: dict[str, Any] = {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id}
         merges = _merges(operations, row.operations)
         if merges:
             origin["merges"] = merges  # a Tidy up's lines keep the sources of the entries they came from

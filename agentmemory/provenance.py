@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from .rules import TARGETS, Snapshot
 
@@ -111,7 +112,7 @@ def carry(before: Snapshot, before_sources: Sources, after: Snapshot, new: Sourc
     the sources of all those entries (a line that is one entry unchanged
     keeps that entry's source).
     """
-    result = {}
+    result: dict[str, tuple[Any, ...]] = {}
     for target in TARGETS:
         old_entries = before.entries(target)
         old = dict(zip(old_entries, aligned(old_entries, before_sources.get(target))))

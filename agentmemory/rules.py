@@ -307,8 +307,8 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
     operation = Operation(
         target=item.get("target"),  # type: ignore[arg-type]
         action=item.get("action"),  # type: ignore[arg-type]
-        match=_absent_if_blank(item.get("match")) if blank_is_absent else item.get("match"),
-        content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),
+        match=_absent_if_blank(item.get("match")) if blank_is_absent else item.get("match"),  # type: ignore[arg-type]
+        content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),  # type: ignore[arg-type]
     )
     check_operation(operation, position, forgive=forgive)
     return operation

@@ -131,7 +131,7 @@ def memory_scope(
     request = MemoryRequest(
         user_id=user_id,
         writes_enabled=writes_enabled,
-        ledger=MemoryLedger(snapshot=snapshot) if writes_enabled else None,
+        ledger=MemoryLedger(snapshot=snapshot) if writes_enabled else None,  # type: ignore[arg-type]  # checked above
         limits=dict(limits or LIMITS),
         ask_first=ask_first,
         sources=sources,

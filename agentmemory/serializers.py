@@ -23,7 +23,9 @@ class OperationSerializer(serializers.Serializer):
 
 
 class OperationBatchSerializer(serializers.Serializer):
-    operations = OperationSerializer(many=True, min_length=MIN_OPERATIONS, max_length=MAX_OPERATIONS)
+    operations = OperationSerializer(  # type: ignore[call-arg]  # many=True hands them to ListSerializer
+        many=True, min_length=MIN_OPERATIONS, max_length=MAX_OPERATIONS
+    )
 
 
 class UsageSerializer(serializers.Serializer):
@@ -31,7 +33,7 @@ class UsageSerializer(serializers.Serializer):
     limit = serializers.IntegerField()
     percent = serializers.IntegerField()
     entries = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named label
     level = serializers.ChoiceField(
         choices=["ok", "warn", "full"], help_text="ok below 75 %, warn below 90 %, full from 90 % (meter colours).",
     )

@@ -26,7 +26,7 @@ from . import idempotency, preferences, proposals, signals, versions
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, Outcome
 from .notify import broadcast_memory_changed_sync, broadcast_settings_changed_sync
-from .rules import MemoryValidationError, Operation, Snapshot, normalize_text
+from .rules import MemoryValidationError, Operation, Snapshot, Target, normalize_text
 from .store import CommitResult, Erased, commit_operations, erase, load_snapshot
 
 
@@ -59,14 +59,14 @@ def batch_outcome(*, outcome, changed, **facts) -> dict:
     return {"outcome": str(outcome), "changed": list(changed)}
 
 
-def add_entry(*, user_id, target: str, content: str) -> CommitResult:
+def add_entry(*, user_id, target: Target, content: str) -> CommitResult:
     """Add one entry to a person's document (a duplicate is a no-op)."""
     return commit_batch(
         user_id=user_id, operations=[Operation(target=target, action="add", content=content)]
     )
 
 
-def correct_entry(*, user_id, target: str, entry: str, content: str) -> CommitResult:
+def correct_entry(*, user_id, target: Target, entry: str, content: str) -> CommitResult:
     """Replace the entry whose full text is `entry` with `content`."""
     entry = normalize_text(entry)
     return commit_batch(
@@ -76,7 +76,7 @@ def correct_entry(*, user_id, target: str, entry: str, content: str) -> CommitRe
     )
 
 
-def remove_entry(*, user_id, target: str, entry: str) -> CommitResult:
+def remove_entry(*, user_id, target: Target, entry: str) -> CommitResult:
     """Remove the entry whose full text is `entry`."""
     entry = normalize_text(entry)
     return commit_batch(
@@ -189,7 +189,9 @@ def _name_staff(*, user_id, actor: str, staff) -> None:
         MemoryEvent.objects.filter(user_id=user_id, outcome=Outcome.ERASED, actor=actor)
         .order_by("-id").values_list("pk", flat=True).first()
     )
-    MemoryEvent.objects.filter(pk=event_id).update(staff=staff, staff_username=staff.get_username())
+    MemoryEvent.objects.filter(pk=event_id).update(  # type: ignore[misc]  # None (no erase) updates nothing
+        staff=staff, staff_username=staff.get_username()
+    )
 
 
 def _exact_entry(target: str, entry: str) -> Callable[[Snapshot], None]:

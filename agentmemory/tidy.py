@@ -47,6 +47,7 @@ from .rules import (
     MemoryValidationError,
     Operation,
     Snapshot,
+    Target,
     apply_batch,
     document_length,
     model_view,
@@ -208,7 +209,7 @@ def parse_lines(reply: str) -> list[tuple[str, tuple[int, ...]]]:
     return lines
 
 
-def parse_reply(reply: str, snapshot: Snapshot, target: str, pending: Sequence[str] = ()) -> list[TidyOperation]:
+def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequence[str] = ()) -> list[TidyOperation]:
     """Turn the model's tidied document into operations pinned to the entries of `snapshot`.
 
     Removes come first, then the lines' replaces (so a line may take the

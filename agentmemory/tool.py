@@ -106,7 +106,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         judge = None
         if sources is not None:
             start = ledger.start
-            judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # noqa: E731
+            judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # type: ignore[arg-type]  # noqa: E731
         applied = stage_batch(ledger, operations, request.limits, accept=_acceptor(sources), forgive=True,
                               judge=judge)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
@@ -226,7 +226,7 @@ def _accept(applied: Applied) -> bool:
     for position, (operation, effect, old) in enumerate(
         zip(applied.operations, applied.effects, applied.replaced), start=1
     ):
-        if effect == REPLACED and len(old.split()) >= 3 and len(operation.content.split()) == 1:
+        if effect == REPLACED and len(old.split()) >= 3 and len(operation.content.split()) == 1:  # type: ignore[union-attr]  # a replace has content
             raise MemoryValidationError(
                 "content replaces the whole entry, not just the changed word; send the complete new "
                 "entry as a full sentence.",
@@ -260,8 +260,8 @@ def _result(effect: str, old: str | None, target: str, new: str | None = None) -
     if effect == NOTHING_TO_REMOVE:
         return f"nothing to remove: '{target}' is empty; nothing changed"
     if effect == PATCHED:
-        return f"content was one word, so it replaced the matched words inside the entry: {preview(model_view(new))}"
-    return f"{effect}: {preview(model_view(old))}"
+        return f"content was one word, so it replaced the matched words inside the entry: {preview(model_view(new))}"  # type: ignore[arg-type]  # set for these effects
+    return f"{effect}: {preview(model_view(old))}"  # type: ignore[arg-type]
 
 
 def _failure(exc: Exception, current: Snapshot, sent: object = None) -> dict:

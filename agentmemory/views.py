@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import logout
@@ -450,7 +451,7 @@ def _failed(request, message: str, *, status: int, key: tuple = (), draft: str |
         return JsonResponse({"ok": False, "message": message}, status=status)
     flash: dict = {}
     if key:
-        error = {"key": list(key), "message": message}
+        error: dict[str, Any] = {"key": list(key), "message": message}
         if draft is not None:
             error["draft"] = draft[:MAX_FIELD_CHARS]
         if drafts:  # a proposal's edited facts, by position

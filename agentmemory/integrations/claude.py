@@ -28,6 +28,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from anthropic import AsyncAnthropic
 from anthropic.lib.tools import BetaAsyncAbstractMemoryTool, ToolError
@@ -123,7 +124,7 @@ async def _result(call, turn: MemoryTurn, handlers: Mapping[str, ToolHandler]) -
 
 
 def _block(tool_use_id: str, text: str, is_error: bool) -> dict:
-    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
     if is_error:
         block["is_error"] = True
     return block

@@ -30,7 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..conf import memory_settings
-from ..rules import MAX_OPERATIONS, TARGETS, Applied, MemoryValidationError, Operation, Snapshot, model_view, usage
+from ..rules import (
+    MAX_OPERATIONS,
+    TARGETS,
+    Applied,
+    MemoryValidationError,
+    Operation,
+    Snapshot,
+    Target,
+    model_view,
+    usage,
+)
 from ..scope import MemoryLedger, MemoryRequest, get_memory_request, stage_batch
 from ..telemetry import memory_span
 from ..threats import MAX_SCAN_CHARS, is_blocked
@@ -41,7 +51,7 @@ TOOL_TYPE = "memory_20250818"
 MEMORY_TOOL = {"type": TOOL_TYPE, "name": TOOL_NAME}
 
 ROOT = "/memories"
-FILES = {"/memories/profile.md": "user", "/memories/notes.md": "memory"}
+FILES: dict[str, Target] = {"/memories/profile.md": "user", "/memories/notes.md": "memory"}
 PATHS = {target: path for path, target in FILES.items()}
 ABOUT = {"user": "the user's profile: role, preferences, expertise, style",
          "memory": "your durable notes: project facts, conventions, environment, lessons"}
@@ -128,7 +138,7 @@ def _handle(command: object) -> CommandReply:
                        + " Use one of them.", "unknown_path")
     lines = _shown(ledger.snapshot.entries(target))
     try:
-        new_lines = _edited(name, command, lines, path)
+        new_lines = _edited(name, command, lines, path)  # type: ignore[arg-type]  # a str: it named a file
     except _Refusal as refusal:
         return _failed(ledger, limit, refusal.text, refusal.code)
     return _stage(request, target, lines, new_lines, note=_NOTES.get(name, ""))
@@ -213,7 +223,7 @@ def _parsed(lines: list[str]) -> list[str]:
     return entries
 
 
-def _operations(target: str, entries: tuple[str, ...], shown: list[str], new_lines: list[str]) -> list[Operation]:
+def _operations(target: Target, entries: tuple[str, ...], shown: list[str], new_lines: list[str]) -> list[Operation]:
     """Pinned operations that turn `entries` into the file's new lines.
 
     A line that reads like an entry's current line keeps that entry; lines
@@ -242,8 +252,10 @@ def _operations(target: str, entries: tuple[str, ...], shown: list[str], new_lin
     return operations
 
 
-def _stage(request: MemoryRequest, target: str, lines: list[str], new_lines: list[str], *, note: str) -> CommandReply:
-    ledger = request.ledger
+def _stage(
+    request: MemoryRequest, target: Target, lines: list[str], new_lines: list[str], *, note: str
+) -> CommandReply:
+    ledger: MemoryLedger = request.ledger  # type: ignore[assignment]  # the caller checked it
     limit = memory_settings().max_tool_failures
     path = PATHS[target]
     operations = _operations(target, ledger.snapshot.entries(target), lines, new_lines)
@@ -283,7 +295,7 @@ def _rule_text(exc: MemoryValidationError, path: str, request: MemoryRequest, co
                 "Shorten or delete lines in the same command (create the file again with related facts "
                 "consolidated), then add the new fact.")
     elif exc.code in ("batch_size", "turn_budget"):
-        left = request.ledger.operations_left
+        left = request.ledger.operations_left  # type: ignore[union-attr]  # as in _stage
         text = (f"This command would change {count} lines, and a turn stages at most {MAX_OPERATIONS} changes in all "
                 f"({left} left). " + ("Change fewer lines per command." if left else
                                       "Answer the user; the rest can wait for a later turn."))

@@ -163,7 +163,7 @@ def commit_operations(
                     guard.check()
                 cursor.execute(sql.select_rows, [owner])
                 rows = {row[1]: Row(*row) for row in cursor.fetchall()}
-                stored = state_from_rows(list(rows.values()))
+                stored = state_from_rows(list(rows.values()))  # type: ignore[arg-type]  # rows read as documents
                 current = stored.snapshot
                 if precondition is not None:
                     precondition(current)
@@ -302,7 +302,8 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
     origin = origin or {}
     conversation_id = origin.get("conversation_id")
     return provenance.source(
-        origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM), timezone.now(),
+        origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM),  # type: ignore[call-overload]  # Actor is a str enum
+        timezone.now(),
         conversation_id=conversation_id if isinstance(conversation_id, int) else None,
         turn_id=str(origin.get("turn_id") or ""),
         restored=bool(origin.get("restored")),

@@ -163,12 +163,12 @@ def _build_statements(vendor: str, for_update: bool) -> Statements:
         "provenance",
     )
     versions, version_user, version_event, version_created = names(MemoryVersion, "user", "event", "created_at")
-    version_columns = [quote(MemoryVersion._meta.get_field(f).column) for f in _VERSION_COLUMNS]
+    version_columns = [quote(MemoryVersion._meta.get_field(f).column) for f in _VERSION_COLUMNS]  # type: ignore[union-attr,arg-type]  # concrete fields
     model_fields = tuple(f for f in MemoryEvent._meta.concrete_fields if not f.primary_key)
     direct_event = sorted(f.name for f in model_fields) == sorted(_EVENT_COLUMNS)
     event_fields = tuple(MemoryEvent._meta.get_field(n) for n in _EVENT_COLUMNS) if direct_event else model_fields
     insert_event = (f"INSERT INTO {quote(MemoryEvent._meta.db_table)} "
-                    f"({', '.join(quote(f.column) for f in event_fields)}) "
+                    f"({', '.join(quote(f.column) for f in event_fields)}) "  # type: ignore[union-attr,arg-type]
                     f"VALUES ({', '.join(['%s'] * len(event_fields))})")
     # The lock query also reads whether the account is active and whether
     # the person's memory switch is on (no preference row: on), so an
@@ -253,7 +253,10 @@ _INTEGER_KEYS = frozenset({"AutoField", "BigAutoField", "SmallAutoField", "Integ
 def _server_binding_cursor() -> type | None:
     global _ClientCursor
     try:
-        from django.db.backends.postgresql.base import ServerBindingCursor, is_psycopg3
+        from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]  # not in django-stubs
+            ServerBindingCursor,
+            is_psycopg3,
+        )
     except ImportError:  # pragma: no cover - another driver
         return None
     if not is_psycopg3:
@@ -310,10 +313,10 @@ def commit_cursor(db, sql: Statements, *, direct: bool = False):
     unprepared = _prepared_statements_off or db.connection.prepare_threshold is None
     cursor_class = sql.unprepared_cursor if unprepared else sql.binding_cursor
     if direct and not db.queries_logged and not db.execute_wrappers:
-        return cursor_class(db.connection)
+        return cursor_class(db.connection)  # type: ignore[misc]  # set on PostgreSQL, the one caller
     db.validate_thread_sharing()
     with db.wrap_database_errors:
-        raw = cursor_class(db.connection)
+        raw = cursor_class(db.connection)  # type: ignore[misc]  # as above
     return db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
 
 

@@ -30,5 +30,5 @@ def keep_versions(cursor, sql: Statements, owner, change_id: int, stored: Stored
             source.turn_id, SCHEMA_VERSION, now,
         ])
     cutoff = timezone.now() - timedelta(days=config.version_retention_days)
-    cutoff = cutoff if sql.now_as_is else sql.now_field.get_db_prep_value(cutoff, connection)
+    cutoff = cutoff if sql.now_as_is else sql.now_field.get_db_prep_value(cutoff, connection)  # type: ignore[attr-defined]
     cursor.execute(sql.prune_versions, [owner, cutoff, owner, max(1, config.versions_kept)])

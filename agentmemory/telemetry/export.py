@@ -20,8 +20,8 @@ try:  # The SDK (exporting spans) is the `otel` extra; without it spans are no-o
     from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 except ImportError:  # pragma: no cover - exercised by examples/second_project
-    Resource = Event = ReadableSpan = TracerProvider = BatchSpanProcessor = SimpleSpanProcessor = None
-    SpanExporter = object
+    Resource = Event = ReadableSpan = TracerProvider = BatchSpanProcessor = SimpleSpanProcessor = None  # type: ignore[misc,assignment]
+    SpanExporter = object  # type: ignore[misc,assignment]
 
 from ..conf import memory_settings
 from .logs import CONTENT_FREE_EXCEPTIONS, REDACTED_MESSAGE, redact_text, safe_url

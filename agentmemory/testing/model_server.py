@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 CHAT = "chat"
 RESPONSES = "responses"
@@ -247,7 +248,7 @@ class ScriptedServer:
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
-    def _take(self, seen: Seen) -> Step:
+    def _take(self, seen: Seen) -> Say | Call | Fail | Hang:
         with self._arrived:
             self.requests.append(seen)
             self._arrived.notify_all()
@@ -434,7 +435,7 @@ def _answer(protocol: str, name: str, step: Say | Call, number: int) -> dict:
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
         }
     if isinstance(step, Say):
-        content = [{"type": "text", "text": step.text}]
+        content: list[dict[str, Any]] = [{"type": "text", "text": step.text}]
         stop = "end_turn" if step.finished else "max_tokens"
     else:
         content = [{"type": "tool_use", "id": f"toolu_{number}", "name": step.name, "input": step.arguments}]

@@ -34,7 +34,7 @@ _OPENING_MARKS = "\"'([`*_-•❌✅ \t\n"
 class SplitFinding(NamedTuple):
     """Which entry completes a split phrase, and the finding."""
 
-    index: int  # in `entries`, 0-based: the later of the pair, or the one in `new`
+    index: int  # type: ignore[assignment]  # shadows tuple.index; in `entries`, 0-based: the later of the pair, or the one in `new`
     finding: ThreatFinding
 
 

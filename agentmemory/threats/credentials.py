@@ -62,7 +62,7 @@ def _shape_values(text: str) -> Iterator[tuple[int, str]]:
             elif "value" in pattern.groupindex:
                 yield match.start("value"), match.group("value")
             else:  # the whole key, where a pattern stops at its shortest match (`sk-...`)
-                yield match.start(), match.group() + _KEY_TAIL.match(text, match.end()).group()
+                yield match.start(), match.group() + _KEY_TAIL.match(text, match.end()).group()  # type: ignore[union-attr]  # `*`: always matches
 
 
 # `api_key = ...`, `password: ...`, `"token": "..."` with a value that looks real.

@@ -96,7 +96,7 @@ def _import_plugins():
 _Base64HighEntropyString, _HexHighEntropyString = _import_plugins()
 
 
-class _UnquotedBase64(_Base64HighEntropyString):
+class _UnquotedBase64(_Base64HighEntropyString):  # type: ignore[misc,valid-type]  # imported at run time, quietly
     """The base64 plugin with its unquoted regex set once (see the module docstring)."""
 
     def __init__(self) -> None:

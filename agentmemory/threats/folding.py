@@ -189,7 +189,7 @@ def _separated(folded: str, *, stops: bool = False) -> Separated | None:
         if url is None and _LETTER_OR_DIGIT.search(core) and (
             _PLACE.search(core) or ("/" in core and "." in core) or (stops and _DOTTED.search(core))
         ):
-            url = core  # the whole core is a place
+            url = core  # type: ignore[assignment]  # the whole core is a place (only tested for None below)
         words: list[tuple[str, int]] = []
         at = 0
         end = len(text) if url is None else opened + place
@@ -333,7 +333,7 @@ _MAX_DECODED = 8
 
 def decoded_payloads(text: str) -> list[str]:
     """Return readable text hidden in base64 runs or percent-encoding."""
-    payloads = []
+    payloads: list[str] = []
     for match in _BASE64_RUN.finditer(text):
         if len(payloads) >= _MAX_DECODED:
             break
