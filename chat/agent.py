@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import httpx2
@@ -134,7 +134,7 @@ class Agent:
         """
         system = self.instructions if memory_prompt is None else f"{self.instructions}\n\n{memory_prompt}"
         offer = self.memory_tool and memory_tool and memory_prompt is not None
-        tools = (MEMORY_UPDATE_TOOL,) if offer else ()
+        tools: tuple[dict[str, Collection[str]], ...] = (MEMORY_UPDATE_TOOL,) if offer else ()
         if not (self.search_tool and memory_prompt is not None):
             search = None
         if search is not None:
@@ -290,10 +290,10 @@ class RequestAgent:
                 "Answer the user now with what you found.",
             }
             return ToolEvent(tool=SEARCH_TOOL_NAME, status="search_limit", operation_count=0, result_count=0), reply
-        reply = await handle_conversation_search(call["function"]["arguments"], self.search)
+        reply = await handle_conversation_search(call["function"]["arguments"], self.search)  # type: ignore[arg-type]
         return ToolEvent(
             tool=SEARCH_TOOL_NAME, status=str(reply.get("status", "")), operation_count=0,
-            result_count=int(reply.get("result_count") or 0),
+            result_count=int(reply.get("result_count") or 0),  # type: ignore[call-overload]  # an int
         ), reply
 
     def _run_tool(self, call: dict, succeeded: set[str]) -> tuple[ToolEvent, dict]:

@@ -303,14 +303,14 @@ def delete_if_held(store, key: str, token: str) -> bool:
     """
     if isinstance(store, RedisCache):
         full = store.make_and_validate_key(key)
-        client = store._cache.get_client(full, write=True)
-        return bool(client.eval(_RELEASE_SCRIPT, 1, full, store._cache._serializer.dumps(token)))
+        client = store._cache.get_client(full, write=True)  # type: ignore[attr-defined]  # redis-py client of Django's backend
+        return bool(client.eval(_RELEASE_SCRIPT, 1, full, store._cache._serializer.dumps(token)))  # type: ignore[attr-defined]
     if isinstance(store, LocMemCache):
         full = store.make_and_validate_key(key)
-        with store._lock:
-            held = full in store._cache and not store._has_expired(full)
-            if held and pickle.loads(store._cache[full]) == token:
-                return store._delete(full)
+        with store._lock:  # type: ignore[attr-defined]  # LocMemCache's own lock, as its delete() takes
+            held = full in store._cache and not store._has_expired(full)  # type: ignore[attr-defined]
+            if held and pickle.loads(store._cache[full]) == token:  # type: ignore[attr-defined]
+                return store._delete(full)  # type: ignore[attr-defined]
             return False
     if store.get(key) == token:
         return bool(store.delete(key))

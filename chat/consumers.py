@@ -37,6 +37,7 @@ import json
 import logging
 import threading
 from functools import partial
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -62,7 +63,7 @@ LAYER_RETRY_SECONDS = 2.0
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
-    user = None
+    user: Any = None  # the signed-in user, from connect()
     group: str | None = None
     turn: asyncio.Task | None = None
     cancel_event: threading.Event | None = None
@@ -71,7 +72,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     registered = False
     turn_over = True
     temporary_chat: TemporaryChat | None = None
-    _layer_receive = None
+    _layer_receive: Any = None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -35,7 +35,7 @@ def session_valid(session_key: str | None, user_id) -> bool:
         return False
     try:
         store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-        user = auth.get_user(SimpleNamespace(session=store))  # None for inactive people, Anonymous when stale
+        user = auth.get_user(SimpleNamespace(session=store))  # type: ignore[arg-type]  # it reads only .session; None for inactive people, Anonymous when stale
     except UNREACHABLE:
         return True
     return bool(user.is_authenticated and user.pk == user_id)
@@ -56,6 +56,6 @@ def for_request(request) -> Callable[[], bool] | None:
         return partial(token_valid, request.auth.key, user_id)
     session = getattr(request._request, "session", None)
     session_key = getattr(session, "session_key", None)
-    if session_key and session.get(auth.SESSION_KEY) is not None:
+    if session is not None and session_key and session.get(auth.SESSION_KEY) is not None:
         return partial(session_valid, session_key, user_id)
     return None

@@ -151,7 +151,7 @@ class DemoModel:
             return self._stream_call(model, SEARCH_TOOL_NAME, json.dumps({"query": search}),
                                      call_id=f"call_demo_{len(self.calls)}")
         if can_call_tool:
-            return self._stream_tool_call(model, command, call_id=f"call_demo_{len(self.calls)}")
+            return self._stream_tool_call(model, command, call_id=f"call_demo_{len(self.calls)}")  # type: ignore[arg-type]
         if search is not None:
             return self._stream_text(
                 model, "Search is off in this chat, so I can't look through your past conversations.", cap

@@ -63,7 +63,7 @@ class DocumentUsageSerializer(serializers.Serializer):
     limit = serializers.IntegerField()
     percent = serializers.IntegerField()
     entries = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named label
     level = serializers.ChoiceField(choices=["ok", "warn", "full"], help_text="ok < 75 %, warn < 90 %, full.")
 
 

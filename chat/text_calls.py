@@ -242,7 +242,7 @@ def _classify(rest: str) -> tuple[str, int]:
     if rest.startswith(TOOL_NAME):
         # The tool's name, then perhaps the call: "memory_update: {...}", "memory_update({...})".
         after = rest[len(TOOL_NAME):]
-        body = after[re.match(r"\s*[:(=]?\s*", after).end():]
+        body = after[re.match(r"\s*[:(=]?\s*", after).end():]  # type: ignore[union-attr]  # all optional: always matches
         if body[:1] in ("{", "["):
             return "call", 0
         if not body and len(after) < 8:

@@ -293,7 +293,7 @@ class _Turn:
     emit: Emit
     cancel_event: threading.Event
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    prepared: _Prepared | None = None
+    prepared: _Prepared = None  # type: ignore[assignment]  # set by the turn's start, before anything reads it
     tool_events: list[ToolEvent] = field(default_factory=list)
     temporary: TemporaryChat | None = None
     signed_in: Callable[[], bool] | None = None
@@ -419,12 +419,12 @@ class _Turn:
             raise
         except Exception as exc:
             logger.error("chat turn failed: %s", type(exc).__name__)
-            failure = TurnFailed(
+            failed = TurnFailed(
                 "internal_error", "Something went wrong on our side; nothing was saved. Try again.",
                 memory=await self.memory.discard(reason="turn_error"),
             )
-            await self._fail(failure)
-            raise failure from exc
+            await self._fail(failed)
+            raise failed from exc
         return await self._complete(attempt, outcome)
 
     async def _complete(self, attempt: AttemptResult, outcome: MemoryOutcome) -> TurnResult:
@@ -600,7 +600,7 @@ def _prepare(*, user_id, content: str, conversation_id: int | None, memory: Memo
     try:
         if conversation_id is None:  # a new conversation has no earlier messages
             conversation_id, message_id = log.start_new(user_id=user_id, title=_title(content), content=content)
-            earlier = []
+            earlier: list[tuple[str, str]] = []
         else:
             message_id, earlier = log.continue_conversation(
                 user_id=user_id, conversation_id=conversation_id, content=content, history=HISTORY_MESSAGES)

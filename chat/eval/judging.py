@@ -148,7 +148,7 @@ def _new(after: Snapshot, before: Snapshot, target: str) -> list[str]:
 
 def leaks_tool_text(reply: str | None) -> bool:
     """True when an answer carries a tool call written as text."""
-    return bool(reply) and bool(_LEAK.search(reply))
+    return bool(reply and _LEAK.search(reply))
 
 
 def _offered_contents(turns: Sequence[TurnObservation]) -> list[tuple[str, str]]:
@@ -281,7 +281,7 @@ def _records(
         person = expectation.person
         after, start = final.get(person, Snapshot()), seeded.get(person, Snapshot())
         if expectation.change == "gain":
-            in_target = any(_matches_all(e, expectation.keywords) for e in _new(after, start, expectation.target))
+            in_target = any(_matches_all(e, expectation.keywords) for e in _new(after, start, expectation.target))  # type: ignore[arg-type]
             anywhere = in_target or any(
                 _matches_all(e, expectation.keywords) for target in TARGETS for e in _new(after, start, target)
             )
@@ -292,7 +292,7 @@ def _records(
             records.append(ExpectationRecord("nothing", person, met=unchanged))
         elif expectation.change == "replace":
             before = before_last(person)
-            olds = [(target, entry) for target, entry in snapshot_entries(before) if _contains(entry, expectation.old)]
+            olds = [(target, entry) for target, entry in snapshot_entries(before) if _contains(entry, expectation.old)]  # type: ignore[arg-type]
             gone = all(entry not in after.entries(target) for target, entry in olds)
             targets = {target for target, _ in olds}
             replaced = any(
@@ -302,8 +302,8 @@ def _records(
                                              precondition=bool(olds)))
         elif expectation.change == "remove":
             before = before_last(person)
-            existed = any(_contains(entry, expectation.old) for _, entry in snapshot_entries(before))
-            removed = not any(_contains(entry, expectation.old) for _, entry in snapshot_entries(after))
+            existed = any(_contains(entry, expectation.old) for _, entry in snapshot_entries(before))  # type: ignore[arg-type]
+            removed = not any(_contains(entry, expectation.old) for _, entry in snapshot_entries(after))  # type: ignore[arg-type]
             kept = all(any(_contains(entry, text) for _, entry in snapshot_entries(after)) for text in expectation.keep)
             records.append(ExpectationRecord("remove", person, met=existed and removed and kept, precondition=existed))
         elif expectation.change == "answer":

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -67,7 +68,7 @@ class RequestProbe:
     """
 
     def __init__(self) -> None:
-        self._http = None
+        self._http: Any = None
 
     @property
     def available(self) -> bool:
@@ -122,7 +123,7 @@ def _create_user():
 
 
 def _seed(user_id, snapshot: Snapshot) -> None:
-    operations = [Operation(target=target, action="add", content=entry) for target, entry in snapshot_entries(snapshot)]
+    operations = [Operation(target=target, action="add", content=entry) for target, entry in snapshot_entries(snapshot)]  # type: ignore[arg-type]
     if operations:
         store.commit_operations(user_id=user_id, operations=operations, actor=Actor.SYSTEM)
 
@@ -191,7 +192,7 @@ class Runner:
                     # The harness itself failed (e.g. memory could not be read back): no verdict.
                     error = f"harness:{type(outcome).__name__}"
                     return ScenarioObservation(scenario=scenario, run=run, setup_error=error)
-            turns = tuple(sorted((t for c in conversations for t in c), key=lambda t: t.index))
+            turns = tuple(sorted((t for c in conversations for t in c), key=lambda t: t.index))  # type: ignore[union-attr]  # raised above
             accepted, saves, codes = {}, 0, []
             if scenario.kind == CONSOLIDATION_KIND:
                 # The person accepts the question: save what was offered, then read memory again.
@@ -232,7 +233,7 @@ class Runner:
             except Exception as exc:  # any other error of the turn: a code, never its message
                 code = f"error:{getattr(exc, 'code', '') or type(exc).__name__}"
             else:
-                reply, events = result.reply or "", tuple(result.tool_events)
+                reply, events = result.reply or "", tuple(result.tool_events)  # type: ignore[assignment]
                 memory = getattr(result, "memory", None)
                 status = _status(memory)
                 conversation_id = result.conversation_id or conversation_id

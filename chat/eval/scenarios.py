@@ -118,7 +118,7 @@ def _scenario(raw: Mapping) -> Scenario:
     def fail(message: str) -> ScenarioError:
         return ScenarioError(f"scenario {name}: {message}")
 
-    kind = raw.get("kind")
+    kind: str = raw.get("kind")  # type: ignore[assignment]  # checked against KINDS next
     if kind not in KINDS:
         raise fail(f"unknown kind {kind!r}")
     turns = []

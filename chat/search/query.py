@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, TrigramWordSimilarity
@@ -137,7 +138,7 @@ def _postgres_full_text(where: _Where, query: str, words: Sequence[str], limit: 
         return []
     # Headlines only for the few hits: ts_headline re-parses each message. A short
     # message is quoted whole; a long one by up to two fragments around the match.
-    marks = {"config": config, "start_sel": START_MARK, "stop_sel": STOP_MARK}
+    marks: dict[str, Any] = {"config": config, "start_sel": START_MARK, "stop_sel": STOP_MARK}
     snippet = Case(
         When(content_length__lte=SNIPPET_CHARS, then=SearchHeadline("content", search, highlight_all=True, **marks)),
         default=SearchHeadline("content", search, max_words=30, min_words=12, max_fragments=2,
@@ -309,7 +310,8 @@ def _neighbours(hits: Sequence[tuple[int, int]]) -> dict[tuple[int, int], Quote]
     """Return the message just before and just after each hit in its conversation (one query)."""
     if not hits:
         return {}
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
     for pk, conversation_id in hits:
         for side, compare, order in ((-1, "<", "DESC"), (1, ">", "ASC")):
             parts.append(

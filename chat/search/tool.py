@@ -105,7 +105,7 @@ def parse_arguments(raw: str | Mapping) -> SearchRequest:
             'takes {"query": "a few keywords", "limit": 5}. To change memory, call memory_update with '
             '{"operations": [...]} instead.'
         )
-    unknown = sorted(str(key) for key in value if key not in PARAMETERS["properties"])
+    unknown = sorted(str(key) for key in value if key not in PARAMETERS["properties"])  # type: ignore[operator]  # a dict
     if unknown:
         raise SearchArgumentsError(
             "Unknown argument(s): " + ", ".join(name[:40] for name in unknown[:5])
@@ -166,7 +166,7 @@ def tool_reply(hits: Sequence[Hit], *, max_chars: int | None = None) -> dict:
         size = _quoted_chars(item)
         if used + size > budget:
             truncated = True
-            item = _shrink(item, budget - used)
+            item = _shrink(item, budget - used)  # type: ignore[assignment]  # None: checked next
             if item is None:
                 break
             size = _quoted_chars(item)
@@ -223,13 +223,13 @@ def _match(snippet: str, spans: Sequence[tuple[int, int]], limit: int) -> dict:
         kept = "".join(text[: max(0, limit - 1)]).rstrip()
         text, mask = list(kept + "…"), mask[: len(kept)] + [False]
     result: dict = {"match": "".join(text)}
-    found, start = [], None
+    found, start = [], None  # type: ignore[assignment]  # `start` reused from the loop above
     for index, on in enumerate(mask + [False]):
         if on and start is None:
             start = index
         elif not on and start is not None:
             found.append([start, index])
-            start = None
+            start = None  # type: ignore[assignment]
     if found:
         result["match_spans"] = found
     return result

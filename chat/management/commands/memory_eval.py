@@ -41,6 +41,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -261,7 +262,7 @@ class Command(BaseCommand):
 
     def _overrides(self, options) -> dict:
         # A new dict (never an edit of the configured one): agentmemory.conf rebuilds per dict.
-        overrides = {"AGENTMEMORY": {**getattr(settings, "AGENTMEMORY", {}), "ENABLED": True}}
+        overrides: dict[str, Any] = {"AGENTMEMORY": {**getattr(settings, "AGENTMEMORY", {}), "ENABLED": True}}
         if options.get("gate"):
             overrides["AGENTMEMORY"]["GATE"] = options["gate"] == "on"
         api_key = options["api_key"] or os.environ.get("MEMORY_EVAL_API_KEY", "")
