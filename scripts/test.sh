@@ -68,6 +68,14 @@ run_stage() {
 }
 
 started_all=$SECONDS
+# Lint and types first (scripts/lint.sh, seconds): their findings stop the run
+# before the suites start.
+echo "== lint (ruff, mypy) =="
+if ! bash scripts/lint.sh 2>&1 | tee "$LOGS/lint.log"; then
+  echo "== Summary: lint FAILED in $((SECONDS - started_all)) s (ruff or mypy findings above; .test-logs/lint.log) =="
+  exit 1
+fi
+echo "lint: passed in $((SECONDS - started_all)) s"
 stages=(sqlite)
 run_stage sqlite -u DATABASE_URL TEST_REDIS_URL="redis://$REDIS_HOST/15" TEST_MULTIPROCESS_REDIS_DB=14 -- \
   "${parallel[@]}" --durations=15 "$@"
