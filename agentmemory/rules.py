@@ -475,7 +475,8 @@ def apply_batch(
                 pinned.append(Operation(target=target, action="add", content=operation.content))
             replaced.append(None)
             continue
-        index = _find_one(target_entries, match, operation.entry, other, position=position, target=target)
+        index = _find_one(target_entries, match, operation.entry, other, position=position, target=target,
+                          forgive=forgive)
         old = target_entries[index]
         pinned.append(replace(operation, entry=old))
         replaced.append(old)
@@ -528,7 +529,8 @@ def _is_word_patch(entry: str, match: str, content: str) -> bool:
 
 
 def _find_one(
-    entries: list[str], match: str, pinned: str | None, other: list[str], *, position: int, target: str
+    entries: list[str], match: str, pinned: str | None, other: list[str], *, position: int, target: str,
+    forgive: bool = False,
 ) -> int:
     if pinned is not None:
         if pinned in entries:
@@ -541,6 +543,8 @@ def _find_one(
     if match in entries:
         return entries.index(match)
     indexes = [index for index, entry in enumerate(entries) if match in entry]
+    if not indexes and forgive and pinned is None:
+        indexes = _loose_matches(entries, match)
     if not indexes:
         if not entries:
             error = MemoryValidationError(
@@ -565,6 +569,35 @@ def _find_one(
             candidates=[preview(model_view(entries[index])) for index in indexes], entries=entries,
         )
     return indexes[0]
+
+
+_MATCH_WORD = re.compile(r"[^\W_]+(?:['.+#-][^\W_]+)*")
+# A loose match needs this many of its own words, all found in one entry.
+LOOSE_MATCH_WORDS = 2
+
+
+def _match_words(text: str) -> list[str]:
+    return _MATCH_WORD.findall(folded(text))
+
+
+def _loose_matches(entries: Sequence[str], match: str) -> list[int]:
+    """The entries a model's match names loosely (the model's tool only, `forgive`): a slip with one meaning.
+
+    First the match in any case, spacing or punctuation ("prefers german" in
+    "Prefers German."); failing that, every word of the match (two or more)
+    in one entry, in any order ("Miso cat" in "Has a cat named Miso"). The
+    caller takes it only when exactly one entry qualifies; several are
+    ambiguous, as for an exact match.
+    """
+    words = _match_words(match)
+    if not words:
+        return []
+    phrase = " ".join(words)
+    found = [index for index, entry in enumerate(entries) if phrase in " ".join(_match_words(entry))]
+    if found or len(words) < LOOSE_MATCH_WORDS:
+        return found
+    wanted = set(words)
+    return [index for index, entry in enumerate(entries) if wanted <= set(_match_words(entry))]
 
 
 def validate_capacity(snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> None:

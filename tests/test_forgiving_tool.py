@@ -86,7 +86,7 @@ async def test_an_ambiguous_slip_is_still_refused(user, scripted_model):
 async def test_search_arguments_sent_to_memory_update_name_the_right_tool(user, scripted_model):
     scripted_model.push(tool_call({"query": "locker code", "limit": 5}), text("Let me answer instead."))
 
-    result = await run_turn(user=user, content="What was my locker code?")
+    result = await run_turn(user=user, content="Look up the locker code I gave you last week.")
 
     assert [e.code for e in result.tool_events] == ["wrong_tool"]
     reply = tool_reply(scripted_model)

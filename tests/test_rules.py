@@ -669,6 +669,37 @@ def test_forgiven_slips_stage_what_they_mean_and_the_replay_agrees():
     assert apply_batch(Snapshot(memory=("Uses Go",)), staged).snapshot == applied.snapshot
 
 
+@pytest.mark.parametrize(("match", "expected"), [
+    ("prefers german", 1),  # any case
+    ("Prefers  German!", 1),  # any spacing or punctuation
+    ("Miso cat", 0),  # every word, in any order, in one entry
+    ("cat named Luna", None),  # a word in no entry: no match
+    ("German", 1),
+    ("answers", None),  # in two entries (and one word is not loose): ambiguous
+])
+def test_a_forgiving_match_finds_the_one_entry_it_names_loosely(match, expected):
+    snapshot = Snapshot(user=("Has a cat named Miso.", "Prefers German answers.", "Likes short answers."))
+    operation = Operation("user", "remove", match=match)
+    if expected is None:
+        with pytest.raises(MemoryValidationError) as caught:
+            apply_batch(snapshot, [operation], forgive=True)
+        assert caught.value.code in ("no_match", "ambiguous_match")
+    else:
+        applied = apply_batch(snapshot, [operation], forgive=True)
+        (staged,) = applied.to_stage
+        assert staged.entry == snapshot.user[expected], "pinned to the exact entry: the commit replays it strictly"
+        assert apply_batch(snapshot, [staged]).snapshot == applied.snapshot
+    with pytest.raises(MemoryValidationError):  # the person's API and every replay stay exact
+        apply_batch(snapshot, [Operation("user", "remove", match="miso CAT")])
+
+
+def test_a_loose_match_naming_two_entries_is_ambiguous():
+    snapshot = Snapshot(user=("Has a cat named Miso.", "Miso the cat likes tuna."))
+    with pytest.raises(MemoryValidationError) as caught:
+        apply_batch(snapshot, [Operation("user", "remove", match="cat miso")], forgive=True)
+    assert caught.value.code == "ambiguous_match"
+
+
 def test_a_forgiven_batch_that_changes_nothing_says_so():
     applied = apply_batch(Snapshot(), [Operation("memory", "remove", match="x")], forgive=True)
     assert not applied.changes and applied.to_stage == ()
