@@ -29,6 +29,7 @@ from .rules import (
     MemoryValidationError,
     Operation,
     Snapshot,
+    apply_operations,
     model_view,
     parse_operations,
     preview,
@@ -111,7 +112,13 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
                               judge=judge)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
-        if getattr(exc, "code", "") == "over_capacity":
+        code = getattr(exc, "code", "")
+        if code == "over_capacity":
+            ledger.capacity_refused = True
+            _want_room(ledger, operations, sources)
+        elif code in ("no_match", "ambiguous_match") and _adds_do_not_fit(ledger, operations, request.limits):
+            # A small model's merge-then-add on a nearly full document whose merge missed: its add would not
+            # have fitted on its own either: the memory-full notice, and "make room" offers it.
             ledger.capacity_refused = True
             _want_room(ledger, operations, sources)
         if ledger.failed_calls >= limit:
@@ -155,6 +162,20 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         else:
             reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
     return reply
+
+
+def _adds_do_not_fit(ledger, operations, limits) -> bool:
+    """True when the batch's adds alone would not fit the document as staged so far."""
+    adds = [operation for operation in operations if operation.action == "add" and operation.content]
+    if not adds:
+        return False
+    try:
+        apply_operations(ledger.snapshot, adds, limits)
+    except MemoryValidationError as exc:
+        return exc.code == "over_capacity"
+    except ValueError:
+        return False
+    return False
 
 
 def _want_room(ledger, operations, sources: gate.TurnSources | None) -> None:

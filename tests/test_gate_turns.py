@@ -369,3 +369,36 @@ async def test_an_explicit_command_carrying_an_injection_saves_nothing_however_t
     assert [event.code for event in result.tool_events] == ["threat_in_turn"]
     assert result.memory.status == "nothing_to_commit"
     assert await snapshot_of(user) == Snapshot() and await pending(user) == []
+
+
+async def test_a_merge_that_missed_before_an_add_that_cannot_fit_is_offered_with_room_made(user, scripted_model):
+    await aseed(user, memory_entries=_FULL)
+    scripted_model.push(
+        # The policy's "merge two entries, then add" on a nearly full document, with a match in no entry.
+        tool_call(ops({"target": "memory", "action": "replace", "match": "Notes about exports",
+                       "content": "Nightly export notes."}, add(_NEW.strip()))),
+        text("I could not save that."),
+        text("\n".join([*[f"{entry} [{n}]" for n, entry in enumerate(_FULL[:8], start=1)],
+                        f"Nightly analytics export: 02:00 UTC, about forty minutes [{len(_FULL) + 1}]"])),
+    )
+
+    result = await run_turn(user=user, content="remember: " + _NEW.strip())
+
+    assert [event.code for event in result.tool_events] == ["no_match"]
+    (proposal,) = await pending(user)
+    assert result.memory.proposal_id == proposal.id
+    assert [op.action for op in proposal.operations] == ["remove", "add"]
+
+
+async def test_a_merge_that_missed_before_an_add_that_fits_makes_no_room(user, scripted_model):
+    await aseed(user, memory_entries=_FULL[:2])
+    scripted_model.push(
+        tool_call(ops({"target": "memory", "action": "replace", "match": "Notes about exports",
+                       "content": "Nightly export notes."}, add("Exports run at 02:00 UTC."))),
+        text("I could not save that."),
+    )
+
+    result = await run_turn(user=user, content="remember: exports run at 02:00 UTC")
+
+    assert [event.code for event in result.tool_events] == ["no_match"]
+    assert result.memory.proposal_id is None and len(scripted_model.requests) == 2
