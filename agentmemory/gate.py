@@ -299,6 +299,13 @@ _ASKS_MEMORY = _words(
 )
 
 
+_LEAD_IN = re.compile(
+    r"^(?:quick (?:check|question|one)|one (?:more )?(?:thing|question)|question|sanity check|"
+    r"just (?:checking|curious)|btw|by the way)\b[^:?.!\n]{0,60}:\s+(?=[^\n]*\?\s*$)",
+    re.IGNORECASE,
+)
+
+
 def asks_memory(message: str) -> bool:
     """True when the message only asks what memory holds: a question about the person, stating nothing lasting.
 
@@ -306,6 +313,9 @@ def asks_memory(message: str) -> bool:
     `memory_update` for it (`MemoryTurn.answers_from_memory`).
     """
     text = _FENCE.sub(" ", message or "").strip()
+    # A lead-in before a colon ("Quick check before we schedule anything: which timezone am I in?")
+    # states nothing: the question after it is the message. ("We moved to Lisbon: ..." is no lead-in.)
+    text = _LEAD_IN.sub("", text)
     if not text or intent(text) != QUESTION or states_fact(text):
         return False
     return bool(_RECALL_QUESTION.search(text) or _ASKS_MEMORY.search(text))

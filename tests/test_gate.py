@@ -250,6 +250,8 @@ def test_every_reason_has_a_plain_sentence_without_its_code():
     ("How do our deploys go out again?", True),
     ("Which language did I tell you is my native one?", True),
     ("What's my dog called, do you remember?", True),
+    ("Quick check before we schedule anything: which timezone am I in?", True),
+    ("We moved to Lisbon: which timezone am I in now?", False),  # a statement, not a lead-in: the tool stays
     ("How do I add a dev dependency?", False),
     ("What's the difference between a list and a tuple?", False),
     ("What is our deploy process? We use Helm now.", False),  # states something: the tool stays
