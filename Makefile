@@ -96,6 +96,7 @@ cluster: install
 	@bash scripts/cluster.sh $(ARGS)
 
 # Fault drills against the running `make cluster` (bench/drills.py): the
-# leader-kill drill by default; ARGS="--people 20 --help".
+# leader-kill drill by default; ARGS="--drills switchover,worker-kill,pgbouncer-restart,redis-master-kill"
+# (or all), --repeat 2, --help.
 drills: install
 	$(PY) bench/drills.py $(ARGS)
