@@ -78,7 +78,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -356,7 +356,7 @@ class WorkerKill(Fault):
 
     def inject(self):
         env = self.worker_env()
-        for number in range(self.args.kills):
+        for _ in range(self.args.kills):
             # Only when every worker is ready again (/readyz, which can take seconds under this
             # load): a kill before a restarted worker is ready leaves one ready worker, haproxy
             # sends it everything, and the next kill takes every turn in flight with it (a trial
@@ -785,8 +785,8 @@ def read_truth(current: dict, people: list[dict], run: str) -> dict | None:
     from django.db import connections
 
     from agentmemory import store
-    from agentmemory.models import MemoryDocument, MemoryEvent, MemoryVersion
     from agentmemory.conf import memory_settings
+    from agentmemory.models import MemoryDocument, MemoryEvent, MemoryVersion
     from agentmemory.rules import parse_document
 
     settings = connections["default"].settings_dict
@@ -853,7 +853,8 @@ def main() -> int:
     parser.add_argument("--standby-wait", type=float, default=90.0,
                         help="seconds to wait for a streaming synchronous standby before a leader fault")
     parser.add_argument("--rejoin-wait", type=float, default=60.0,
-                        help="seconds to wait, after, for the old leader to come back as synchronous standby (0: don't)")
+                        help="seconds to wait, after, for the old leader to come back as synchronous standby "
+                             "(0: don't)")
     parser.add_argument("--kills", type=int, default=20, help="worker-kill: how many kills")
     parser.add_argument("--kill-every", type=float, default=2.0, help="worker-kill: seconds between kills")
     args = parser.parse_args()

@@ -74,7 +74,7 @@ def test_a_database_error_in_the_view_does_not_claim_nothing_ran(user, monkeypat
 def read_only() -> InternalError:
     """What Django raises when a server being promoted still refuses writes (SQLSTATE 25006)."""
     try:
-        raise InternalError("cannot execute INSERT in a read-only transaction") from psycopg.errors.ReadOnlySqlTransaction()
+        raise InternalError("read-only transaction") from psycopg.errors.ReadOnlySqlTransaction()
     except InternalError as error:
         return error
 
