@@ -43,6 +43,7 @@ SAMPLES = {
     "agents sdk": "from agents import",
     "pydantic ai": "from pydantic_ai import",
     "claude": "from anthropic import",
+    "signals": "@receiver(memory_committed",
 }
 # Run in examples/agent_loops, where their extras are installed.
 ADAPTERS = ("agents sdk", "pydantic ai", "claude")
@@ -80,6 +81,20 @@ def test_the_settings_sample():
     assert all("redact" in handler.get("filters", []) for handler in logging["handlers"].values())
     assert logging["filters"]["redact"]["()"] == "agentmemory.telemetry.RedactionFilter"
     assert settings["AGENTMEMORY"] == {"ENABLED": True}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_signals_sample_hears_a_commit_and_an_erase(user):
+    from agentmemory import services, signals
+
+    sample = run("signals")
+    try:
+        result = services.add_entry(user_id=user.pk, target="memory", content=FACT)
+        services.erase_memory(user_id=user.pk, actor="user")
+        assert sample["reindex_queue"] == [("reindex", user.pk, result.change_id, ("memory",)), ("drop", user.pk)]
+    finally:
+        signals.memory_committed.disconnect(dispatch_uid="search_reindex_memory")
+        signals.memory_erased.disconnect(dispatch_uid="search_drop_memory")
 
 
 def test_the_urls_sample():
