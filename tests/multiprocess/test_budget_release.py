@@ -43,12 +43,19 @@ def take_in_another_process(redis_url: str, user_id: int) -> tuple[str, str]:
 
 
 @pytest.fixture
-def shared_cache(settings, redis_url):
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
-                                   "KEY_PREFIX": "chat"}}
-    settings.CHAT_MAX_CONCURRENT_TURNS = 1
-    yield redis_url
-    cache.clear()
+def shared_cache(redis_url):
+    from django.test import override_settings
+
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
+                            "KEY_PREFIX": "chat"}},
+        CHAT_MAX_CONCURRENT_TURNS=1,
+    ):
+        yield redis_url
+        cache.clear()
+    # Restoring CACHES gave Django's cache handler a new context-local table: open the default cache
+    # here, in the tests' own context, so later tests share one cache object (tests/test_redis_down.py).
+    cache.get("probe")
 
 
 def test_a_lease_expiring_between_check_and_delete_never_frees_another_workers_slot(shared_cache, monkeypatch):
