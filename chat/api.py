@@ -287,16 +287,17 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             )
         completed: list[TurnResult] = []  # the result, once the turn is complete (even if cancelled after)
         try:
-            result = await run_turn(
-                user=request.user,
-                content=serializer.validated_data["content"],
-                conversation_id=serializer.validated_data.get("conversation_id"),
-                cancel_event=threading.Event(),
-                temporary=TemporaryChat() if temporary else None,
-                signed_in=credentials.for_request(request),
-                idempotency_key=key,
-                completed=completed.append,
-            )
+            async with budget.kept(slot):  # the slot's lease is renewed while the turn runs
+                result = await run_turn(
+                    user=request.user,
+                    content=serializer.validated_data["content"],
+                    conversation_id=serializer.validated_data.get("conversation_id"),
+                    cancel_event=threading.Event(),
+                    temporary=TemporaryChat() if temporary else None,
+                    signed_in=credentials.for_request(request),
+                    idempotency_key=key,
+                    completed=completed.append,
+                )
         except ConversationNotFound as exc:
             await _settle_key(claim, None)
             raise NotFound(str(exc)) from None

@@ -12,7 +12,8 @@ they hold across processes; the process's memory otherwise):
   attempt gives its increment back.
 - concurrent turns, `CHAT_MAX_CONCURRENT_TURNS` (default 2): a slot per
   running turn, taken with `cache.add` (Redis SET NX) so two processes
-  cannot take the same one, leased so a killed worker's slots come back.
+  cannot take the same one, leased for a minute and renewed while the turn
+  runs (`kept`), so a killed worker's slots come back within a minute.
 - open sockets, `CHAT_MAX_SOCKETS_PER_PERSON` (default 10): a small registry
   per person (channel name -> opening time) updated under a short cache lock;
   past the cap the oldest socket is named for eviction (the consumer closes
@@ -34,11 +35,13 @@ limit kept only in the cache; the REST throttle extends its
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import pickle
 import time
 import uuid
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -52,8 +55,11 @@ from agentmemory.throttling import FailOpenThrottle, not_counted
 logger = logging.getLogger(__name__)
 
 SCOPE = "chat_turns"
-# A running turn's slot expires after this long even if its worker died.
-TURN_LEASE_SECONDS = 900
+# A running turn's slot is leased for this long and renewed every LEASE_RENEW_SECONDS while the turn runs
+# (`kept`): a worker killed mid-turn gives the person's slot back within a minute, not after the turn's
+# whole deadline.
+TURN_LEASE_SECONDS = 60
+LEASE_RENEW_SECONDS = 20
 SOCKET_REGISTRY_SECONDS = 24 * 3600
 LOCK_SECONDS = 2
 LOCK_WAIT_SECONDS = 1.0
@@ -188,6 +194,36 @@ class Slot:
         except Exception as exc:  # the lease expires by itself
             logger.warning("turn slot not released: cache error %s", type(exc).__name__)
 
+    def renew(self) -> bool:
+        """Extend the lease while this turn still holds the slot; False when it no longer does (or the cache failed)."""
+        if not self.key:
+            return False
+        store = _process_cache if self.local else caches[DEFAULT_CACHE_ALIAS]
+        try:
+            return renew_if_held(store, self.key, self.token, TURN_LEASE_SECONDS)
+        except Exception as exc:  # the lease may lapse; the turn goes on
+            logger.warning("turn slot lease not renewed: cache error %s", type(exc).__name__)
+            return False
+
+
+@asynccontextmanager
+async def kept(slot: Slot | None):
+    """Renew `slot`'s lease every LEASE_RENEW_SECONDS while the block runs (a turn), off the event loop."""
+    if slot is None or not slot.key:
+        yield
+        return
+
+    async def renew_forever() -> None:
+        while True:
+            await asyncio.sleep(LEASE_RENEW_SECONDS)
+            await asyncio.to_thread(slot.renew)
+
+    renewing = asyncio.ensure_future(renew_forever())
+    try:
+        yield
+    finally:
+        renewing.cancel()
+
 
 def acquire_turn(user_id) -> Slot | None:
     """Take one of the person's CHAT_MAX_CONCURRENT_TURNS slots; None when all are in use."""
@@ -289,6 +325,31 @@ class _locked:
 
 # Delete the key only while it still holds this token, in one step on the Redis server.
 _RELEASE_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+# Extend the key's lease only while it still holds this token.
+_RENEW_SCRIPT = ("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) "
+                 "else return 0 end")
+
+
+def renew_if_held(store, key: str, token: str, seconds: int) -> bool:
+    """Set `key`'s lease to `seconds` only while it holds `token`, atomically (as `delete_if_held`)."""
+    if isinstance(store, RedisCache):
+        full = store.make_and_validate_key(key)
+        client = store._cache.get_client(full, write=True)  # type: ignore[attr-defined]  # redis-py client of Django's backend
+        return bool(client.eval(_RENEW_SCRIPT, 1, full, store._cache._serializer.dumps(token),  # type: ignore[attr-defined]
+                                int(seconds)))
+    if isinstance(store, LocMemCache):
+        full = store.make_and_validate_key(key)
+        with store._lock:  # type: ignore[attr-defined]  # LocMemCache's own lock
+            held = full in store._cache and not store._has_expired(full)  # type: ignore[attr-defined]
+            if held and pickle.loads(store._cache[full]) == token:  # type: ignore[attr-defined]
+                store._expire_info[full] = store.get_backend_timeout(seconds)  # type: ignore[attr-defined]
+                return True
+            return False
+    if store.get(key) == token:
+        return bool(store.touch(key, seconds))
+    return False
 
 
 def delete_if_held(store, key: str, token: str) -> bool:

@@ -269,9 +269,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                    slot: budget.Slot, temporary: TemporaryChat | None = None) -> None:
         session_key = getattr(self.scope.get("session"), "session_key", None)
         try:
-            await run_turn(user=self.user, content=content, conversation_id=conversation_id,
-                           emit=self._send, cancel_event=cancel_event, temporary=temporary,
-                           signed_in=partial(session_valid, session_key, self.user.pk))
+            async with budget.kept(slot):  # the slot's lease is renewed while the turn runs
+                await run_turn(user=self.user, content=content, conversation_id=conversation_id,
+                               emit=self._send, cancel_event=cancel_event, temporary=temporary,
+                               signed_in=partial(session_valid, session_key, self.user.pk))
         except TurnError as exc:
             if not hasattr(exc, "failed_frame"):  # failed turns already sent turn_failed
                 await self._send({"type": "error", "code": exc.code, "message": str(exc)})

@@ -187,9 +187,9 @@ start() {
 
   # The drills' load is one turn at a time per person, at a rate the default
   # CHAT_TURN_RATE refuses; the concurrent-turn cap is raised too because a
-  # worker killed mid-turn keeps the person's slot for 15 minutes (the lease
-  # of chat/budget.py, a finding of the worker-kill drill, docs/reliability.md):
-  # at the default cap of 2, two kills lock a person out of chat.
+  # worker killed mid-turn keeps the person's slot until its lease runs out
+  # (60 s, renewed while a turn runs: chat/budget.py), and the worker-kill
+  # drill kills every 1.5 s.
   # The workers' environment: production settings (DEBUG off, a secret key,
   # allowed hosts), the database through PgBouncer, Redis's master found
   # through the three Sentinels (REDIS_URL gives only the database number).

@@ -104,3 +104,45 @@ def test_the_process_cache_releases_only_its_own_token():
     assert store.get("turns:running:test:0") == "a"
     assert budget.delete_if_held(store, "turns:running:test:0", "a")
     assert store.get("turns:running:test:0") is None
+
+
+@pytest.mark.parametrize("where", ["redis", "process"])
+def test_a_running_turns_lease_is_renewed_and_a_killed_workers_slot_comes_back_within_it(
+        where, redis_url, monkeypatch):
+    """The lease is short (TURN_LEASE_SECONDS) and renewed while the turn runs (`budget.kept`): a long turn keeps
+    its slot past the lease; a worker killed mid-turn (no release, no renewal) frees it when the lease runs out."""
+    import asyncio
+    import time as clock
+
+    from django.test import override_settings
+
+    monkeypatch.setattr(budget, "TURN_LEASE_SECONDS", 1)
+    monkeypatch.setattr(budget, "LEASE_RENEW_SECONDS", 0.2)
+    caches_setting = ({"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
+                                   "KEY_PREFIX": "chat"}} if where == "redis" else None)
+    budget.reset_process_budgets()
+
+    def take(user_id):
+        if where == "process":
+            return budget._take_slot(budget._process_cache, user_id, "t-%s" % clock.monotonic(), local=True)
+        return budget.acquire_turn(user_id)
+
+    async def long_turn(slot) -> bool:
+        async with budget.kept(slot):
+            await asyncio.sleep(2.5)  # two and a half leases
+            return take(51) is None  # still held: the person's one slot is in use
+
+    with override_settings(**({"CACHES": caches_setting} if caches_setting else {}), CHAT_MAX_CONCURRENT_TURNS=1):
+        slot = take(51)
+        assert slot is not None
+        assert asyncio.run(long_turn(slot)), "a renewed slot outlives its lease"
+        # The worker dies here: nothing releases or renews the slot.
+        assert take(51) is None
+        clock.sleep(1.3)
+        freed = take(51)
+        assert freed is not None, "the lease ran out: the slot came back"
+        freed.release()
+        if where == "redis":
+            cache.clear()
+    cache.get("probe")  # as in shared_cache: the tests' own context opens the restored cache
+    budget.reset_process_budgets()
