@@ -38,6 +38,8 @@ memory_viewed_by_staff = Signal()
 
 def send_after_commit(signal: Signal, sender, **kwargs) -> None:
     """Send `signal` once the current transaction commits (at once outside one); never with content."""
+    if not signal.has_listeners(sender):
+        return  # the common case on every commit: nobody listens, so nothing is registered
 
     def send() -> None:
         for receiver, response in signal.send_robust(sender=sender, **kwargs):

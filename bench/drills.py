@@ -77,6 +77,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -239,7 +240,7 @@ def wait_until(predicate, seconds: float, step: float = 0.2):
 
 
 # --- faults -----------------------------------------------------------------------
-class Fault:
+class Fault(ABC):
     """One drill's fault. `prepare` checks the cluster can take it; `inject` runs in a thread of its own."""
 
     name = ""
@@ -256,8 +257,9 @@ class Fault:
     def prepare(self) -> str:
         return ""
 
+    @abstractmethod
     def inject(self) -> None:
-        raise NotImplementedError
+        """Cause the fault (each drill its own)."""
 
     def watch(self) -> None:
         """Called every 0.2 s from the fault until the load stops."""

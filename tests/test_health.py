@@ -66,14 +66,19 @@ def test_readyz_names_a_failing_database_with_503(client):
     assert "DATABASE_URL" in body["detail"]
 
 
-@pytest.mark.django_db(transaction=True)
-async def test_readyz_works_on_the_async_path_with_a_real_redis_layer(async_client, settings):
+def needs_redis() -> None:
+    """Skip without a Redis at REDIS_URL (fail under REQUIRE_REDIS=1)."""
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
     except redis.exceptions.RedisError:
         if os.environ.get("REQUIRE_REDIS") == "1":
             raise
         pytest.skip(f"no Redis at {REDIS_URL}")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_readyz_works_on_the_async_path_with_a_real_redis_layer(async_client, settings):
+    needs_redis()
     settings.CHANNEL_LAYERS = redis_layer(REDIS_URL)
     try:
         response = await async_client.get("/readyz")
@@ -100,12 +105,7 @@ async def test_readyz_channel_check_passes_while_a_socket_waits_on_the_same_laye
 
     from config import health
 
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.exceptions.RedisError:
-        if os.environ.get("REQUIRE_REDIS") == "1":
-            raise
-        pytest.skip(f"no Redis at {REDIS_URL}")
+    needs_redis()
     layer = RedisChannelLayer(hosts=[REDIS_URL])
     monkeypatch.setattr(health, "get_channel_layer", lambda: layer)
     socket = asyncio.ensure_future(layer.receive(await layer.new_channel()))  # a socket waiting for frames
