@@ -9,8 +9,9 @@ not later (no write is queued for when the database returns). Restored, the
 same process, without a restart, commits memory again.
 
 What cannot answer: anything that must first authenticate against the
-database (a REST call, a new sign-in or socket). It fails fast with a server
-error rather than hanging.
+database (a REST call, a new sign-in or socket, a page). It fails fast with a
+503 that says the database did not answer (JSON for the API, a page for a
+page) rather than hanging.
 """
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ async def test_unreachable_database_chats_answer_with_memory_unavailable_write_n
     server = await asyncio.to_thread(
         servers.start, "behind-proxy", DATABASE_URL=database_url(host="127.0.0.1", port=postgres_proxy.port),
     )
-    socket = await LiveSocket.open(server, await session_cookie(user))
+    cookie = await session_cookie(user)
+    socket = await LiveSocket.open(server, cookie)
     key = (await orm(Token.objects.create, user=user)).key
     try:
         before = await orm(stored_state, user)
@@ -96,6 +98,9 @@ async def test_unreachable_database_chats_answer_with_memory_unavailable_write_n
             elapsed = time.monotonic() - started
             assert status == 503 and elapsed < 5
             assert isinstance(body, dict) and body["code"] == "database_unavailable", "a JSON answer"
+            # A page needs the database for the session: a 503 page that says so, not Django's bare 500.
+            status, page = await asyncio.to_thread(server.get, "/memory/", headers={"Cookie": f"sessionid={cookie}"})
+            assert status == 503 and isinstance(page, str) and "The database did not answer" in page
             print(f"\ndatabase cut: {OUTAGE_TURNS} socket turns answered (memory unavailable), REST turn answered "
                   f"HTTP {status} in {elapsed * 1000:.0f} ms")
             assert server.process.poll() is None
