@@ -3,7 +3,9 @@
 Like Django's own (`django.contrib.auth.signals`), this module only defines
 them; the app's receivers of Django's signals live in `receivers.py`. Every
 signal is sent with `send_robust` from `transaction.on_commit`: a change that
-rolls back sends nothing, and a receiver that raises is logged (its type
+rolls back sends nothing (a change whose COMMIT's answer was lost sends
+`memory_committed` once the database confirms it stored, and nothing when it
+confirms it is not), and a receiver that raises is logged (its type
 only) without undoing or failing what was committed. Receivers run in the
 thread that committed (a request's, or a turn's worker thread); keep them
 short, or hand the work to a queue.
@@ -40,11 +42,13 @@ def send_after_commit(signal: Signal, sender, **kwargs) -> None:
     """Send `signal` once the current transaction commits (at once outside one); never with content."""
     if not signal.has_listeners(sender):
         return  # the common case on every commit: nobody listens, so nothing is registered
+    transaction.on_commit(lambda: send_now(signal, sender, **kwargs))
 
-    def send() -> None:
-        for receiver, response in signal.send_robust(sender=sender, **kwargs):
-            if isinstance(response, Exception):
-                logger.warning("agentmemory signal receiver %s failed: %s",
-                               getattr(receiver, "__qualname__", "receiver"), type(response).__name__)
 
-    transaction.on_commit(send)
+def send_now(signal: Signal, sender, **kwargs) -> None:
+    """Send `signal` at once, for what is known durable: a change whose COMMIT's answer was lost and the
+    database then confirmed stored (`store.CommitOutcomeUnknown.confirm`); its on_commit never ran."""
+    for receiver, response in signal.send_robust(sender=sender, **kwargs):
+        if isinstance(response, Exception):
+            logger.warning("agentmemory signal receiver %s failed: %s",
+                           getattr(receiver, "__qualname__", "receiver"), type(response).__name__)

@@ -208,6 +208,7 @@ def commit_operations(
                 raise CommitOutcomeUnknown(
                     change_id=change_id, user_id=user_id,
                     result=_result(updated, changed, retry_count, started, outcome, limits, change_id),
+                    committed=(_signal(user_id, change_id, actor, changed, operations),),
                 ) from exc
             lost = prepared_statements_lost(exc)  # e.g. PgBouncer in transaction mode: stop preparing
             if retry_count + 1 < attempts and (is_retryable(exc) or lost):
@@ -220,11 +221,19 @@ def commit_operations(
     result = _result(updated, changed, retry_count, started, outcome, limits, change_id)
     if change_id is not None:
         if not outermost:
-            note_written(user_id=user_id, change_id=change_id, result=result)  # for the caller's `commit_watch`
+            # For the caller's `commit_watch`.
+            note_written(user_id=user_id, change_id=change_id, result=result,
+                         signal=_signal(user_id, change_id, actor, changed, operations))
         # At once when this was the transaction; when the caller's commits, inside one (never on a rollback).
-        signals.send_after_commit(signals.memory_committed, MemoryDocument, user_id=user_id, change_id=change_id,
-                                  actor=actor, changed=tuple(changed), operation_count=len(operations))
+        signals.send_after_commit(signals.memory_committed, MemoryDocument,
+                                  **_signal(user_id, change_id, actor, changed, operations))
     return result
+
+
+def _signal(user_id, change_id, actor, changed, operations) -> dict:
+    """`memory_committed`'s keyword arguments: ids and counts, never content."""
+    return {"user_id": user_id, "change_id": change_id, "actor": actor, "changed": tuple(changed),
+            "operation_count": len(operations)}
 
 
 def _result(updated, changed, retry_count, started, outcome, limits, change_id) -> CommitResult:

@@ -67,17 +67,30 @@ class CommitOutcomeUnknown(Exception):
     knows nothing of it must not read it as "nothing was saved".
     """
 
-    def __init__(self, *, change_id: int, user_id, result=None) -> None:
+    def __init__(self, *, change_id: int, user_id, result=None, committed: tuple[dict, ...] = ()) -> None:
         super().__init__("the connection failed at COMMIT; whether the change is stored is not known yet")
         self.change_id = change_id
         self.user_id = user_id
         self.result = result
+        # The `memory_committed` signal of each change written in the transaction (ids and counts): its
+        # on_commit never ran, so `confirm` sends it when the database says the transaction committed.
+        self.committed = committed
 
     def confirm(self, *, wait: float | None = None):
-        """Ask the database, within `wait` seconds (COMMIT_CONFIRM_SECONDS): a `store.Confirmation`."""
-        from .outcome import confirm
+        """Ask the database, within `wait` seconds (COMMIT_CONFIRM_SECONDS): a `store.Confirmation`.
 
-        return confirm(change_id=self.change_id, user_id=self.user_id, wait=wait)
+        When it answers COMMITTED, the changes' `memory_committed` signals are sent, once.
+        """
+        from .. import signals
+        from ..models import MemoryDocument
+        from .outcome import Confirmation, confirm
+
+        truth = confirm(change_id=self.change_id, user_id=self.user_id, wait=wait)
+        if truth is Confirmation.COMMITTED:
+            committed, self.committed = self.committed, ()
+            for sent in committed:
+                signals.send_now(signals.memory_committed, MemoryDocument, **sent)
+        return truth
 
 
 # Their public home, which telemetry.CONTENT_FREE_EXCEPTIONS names.

@@ -208,6 +208,7 @@ class _Written:
     user_id: object
     change_id: int
     result: object
+    signal: dict
     committed: bool = False
 
     def mark_committed(self) -> None:
@@ -239,17 +240,20 @@ def commit_watch():
     except DatabaseError as exc:
         last = written[-1] if written else None
         if last is not None and not last.committed and outcome_unknown(exc):
-            raise CommitOutcomeUnknown(change_id=last.change_id, user_id=last.user_id, result=last.result) from exc
+            # Every change written in that transaction stands or falls with it: their signals go with it.
+            pending = tuple(noted.signal for noted in written if not noted.committed)
+            raise CommitOutcomeUnknown(change_id=last.change_id, user_id=last.user_id, result=last.result,
+                                       committed=pending) from exc
         raise
     finally:
         _watched.reset(token)
 
 
-def note_written(*, user_id, change_id: int, result) -> None:
+def note_written(*, user_id, change_id: int, result, signal: dict) -> None:
     """Note a change written inside a caller's transaction (see `commit_watch`); nothing without a watch."""
     written = _watched.get()
     if written is None:
         return
-    noted = _Written(user_id=user_id, change_id=change_id, result=result)
+    noted = _Written(user_id=user_id, change_id=change_id, result=result, signal=signal)
     written.append(noted)
     transaction.on_commit(noted.mark_committed)

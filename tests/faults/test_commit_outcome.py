@@ -386,3 +386,44 @@ def test_which_errors_at_commit_leave_the_outcome_open():
         assert store.outcome_unknown(Answered(sqlstate))
     for sqlstate in ("23505", "40001", "40P01", "25P02"):  # the server answered: it rolled back
         assert not store.outcome_unknown(Answered(sqlstate))
+
+
+# --- the host's signal -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ("deliver", "drop"))
+@pytest.mark.parametrize("writer", ("operations", "undo"))
+def test_memory_committed_is_sent_once_the_database_confirms_the_change(user, cut, mode, writer):
+    """A change whose COMMIT's answer was lost: its on_commit never ran, so the signal goes when the database
+    confirms it stored (once, with its change id), and never when it confirms it is not. Through the commit's
+    own transaction (operations) and a caller's transaction around it (undo, `commit_watch`)."""
+    from agentmemory import signals
+    from agentmemory.models import MemoryDocument
+
+    change = store.commit_operations(user_id=user.pk, operations=[add(FACT)], actor=Actor.USER).change_id
+    received: list[dict] = []
+
+    def receiver(sender, **kwargs):
+        received.append(kwargs)
+
+    signals.memory_committed.connect(receiver, sender=MemoryDocument)
+    try:
+        api = api_for(user)
+        arm(cut, mode)
+        if writer == "operations":
+            response = api.post("/api/memory/operations/",
+                                {"operations": [{"target": "memory", "action": "add", "content": OTHER}]},
+                                format="json")
+        else:
+            response = api.post(f"/api/memory/changes/{change}/undo/")
+        assert cut.fired.is_set()
+    finally:
+        signals.memory_committed.disconnect(receiver, sender=MemoryDocument)
+    if mode == "drop":
+        assert response.status_code == 503 and received == []
+        return
+    assert response.status_code == 200
+    stored = history_of(user)[0]  # newest first: the change the database confirmed
+    assert stored != change
+    assert [(sent["user_id"], sent["change_id"], sent["actor"], sent["changed"]) for sent in received] == [
+        (user.pk, stored, Actor.USER, ("memory",))]
