@@ -11,7 +11,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-de
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-dev run test test-fast test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots
+.PHONY: install install-dev run test test-fast test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots messages
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,11 +29,21 @@ install: $(STAMP)
 # The runtime and the test, bench and packaging tools.
 install-dev: $(DEV_STAMP)
 
+# The translations (locale/ and agentmemory/locale/: German besides English),
+# compiled from their .po catalogues into the .mo files Django reads; the .mo
+# files are not committed. Needs GNU gettext's msgfmt (Debian: apt-get install
+# gettext; .ci/run installs it). Run from the project root, compilemessages
+# walks every locale/ directory below it, the reusable app's included, so the
+# wheel built after it (tests/test_packaging.py) carries agentmemory's .mo.
+# (DEBUG=1 only lets the settings load without a SECRET_KEY; nothing is served.)
+messages: install
+	env DEBUG=1 $(PY) manage.py compilemessages --ignore=.venv --ignore=.cache --ignore=node_modules --ignore=build --ignore=dist
+
 # Serve the web chat on SQLite, with the in-memory channel layer and the
 # offline demo model (no API key needed), memory enabled.
 run: export DEBUG ?= 1
 run: export AGENTMEMORY_ENABLED ?= 1
-run: install
+run: install messages
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_accounts
 	$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
@@ -41,24 +51,24 @@ run: install
 # The whole suite on SQLite, then on PostgreSQL (when one is reachable), each
 # in two workers, then the packaging checks; a summary of each stage's time
 # and counts, and the slowest tests (scripts/test.sh).
-test: install-dev
+test: install-dev messages
 	@bash scripts/test.sh
 
 # The inner loop, under three minutes: SQLite, two workers, everything but
 # the browser, multi-process, fault-injection and packaging tests and the two
 # fuzzers (the API schema run and the socket frames).
-test-fast: install-dev
+test-fast: install-dev messages
 	env -u DATABASE_URL -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist worksteal --durations=10 -m "not browser and not multiprocess and not packaging" \
 		--ignore=tests/faults --ignore=tests/test_api_schemathesis.py --ignore=tests/test_ws_frames_fuzz.py $(ARGS)
 
 # Screenshots of the chat and the memory page at desktop (1280 px) and phone
 # (390 px) widths, regenerated into docs/screenshots/ (Chromium at
 # /usr/bin/chromium, SQLite, the offline demo model).
-screenshots: install-dev
+screenshots: install-dev messages
 	env -u DATABASE_URL UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -m browser tests/browser/test_screenshots.py
 
 # Only the browser tests (Chromium at /usr/bin/chromium), on both databases.
-test-browser: install-dev
+test-browser: install-dev messages
 	@bash scripts/test.sh -m browser
 
 bench: install-dev

@@ -17,6 +17,7 @@ here adds or changes a conversation.
 """
 from django.contrib import admin
 from django.db.models import Count
+from django.utils.translation import gettext_lazy as _
 
 from agentmemory.admin import AuditedReads, can_view_content, log_deletions_by_id, record_content_read
 from agentmemory.models import Viewed
@@ -57,7 +58,7 @@ class ConversationAdmin(AuditedReads, admin.ModelAdmin):
     content_read = Viewed.CONVERSATION
     list_filter = ["updated_at"]
     list_select_related = ["user"]
-    search_help_text = "Search by username (staff who may read conversations also search titles and messages)."
+    search_help_text = _("Search by username (staff who may read conversations also search titles and messages).")
     inlines = [MessageInline]
 
     def get_queryset(self, request):
@@ -110,7 +111,7 @@ class ConversationAdmin(AuditedReads, admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         retention.delete_conversations(queryset)
 
-    @admin.display(description="messages", ordering="message_count")
+    @admin.display(description=_("messages"), ordering="message_count")
     def message_count(self, obj):
         return obj.message_count
 

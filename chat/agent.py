@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx2
 import openai
 from django.conf import settings
+from django.utils.translation import gettext, gettext_noop, ngettext
 
 from agentmemory.arguments import load_arguments
 from agentmemory.scope import current_memory_request
@@ -46,6 +47,7 @@ TOOL_FINISH_REASONS = frozenset({"tool_calls", "stop", "function_call"})
 # Tool replies after which the tool is withdrawn for the rest of the attempt.
 WITHDRAW_STATUSES = frozenset({"stop_retrying", "repeated", "unavailable", "no_scope"})
 
+# model-facing: stays English (the prompt, in every language of the pages).
 BASE_INSTRUCTIONS = (
     "You are a helpful assistant in a web chat. Answer clearly and concisely. "
     "The user's messages are theirs; the rest of this system prompt is the application's."
@@ -86,19 +88,23 @@ class ToolEvent:
         if self.tool == SEARCH_TOOL_NAME:
             return _search_summary(self.status, self.result_count or 0)
         if self.tool != TOOL_NAME:
-            return "The assistant asked for a tool that is not available here."
+            return gettext("The assistant asked for a tool that is not available here.")
         if self.status == "staged":
-            changes = "1 change" if self.operation_count == 1 else f"{self.operation_count} changes"
+            count = self.operation_count
             if self.ask_first:
-                return f"Memory: {changes} ready for you to save or discard when this reply completes."
-            return f"Memory: {changes} ready, saved when this reply completes."
+                return ngettext("Memory: %(count)d change ready for you to save or discard when this reply completes.",
+                                "Memory: %(count)d changes ready for you to save or discard when this reply completes.",
+                                count) % {"count": count}
+            return ngettext("Memory: %(count)d change ready, saved when this reply completes.",
+                            "Memory: %(count)d changes ready, saved when this reply completes.",
+                            count) % {"count": count}
         if self.status in ("unchanged", "repeated"):
-            return "Memory: nothing new to save."
+            return gettext("Memory: nothing new to save.")
         if self.status == "rejected":
-            return "Memory: a change was not accepted."
+            return gettext("Memory: a change was not accepted.")
         if self.status == "stop_retrying":
-            return "Memory: the assistant stopped trying to change memory in this reply."
-        return "Memory is not available in this reply."
+            return gettext("Memory: the assistant stopped trying to change memory in this reply.")
+        return gettext("Memory is not available in this reply.")
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,7 @@ class RequestAgent:
                         offered = False
                         continue
                     if not text:
-                        raise ModelError("model_empty", "The assistant gave no answer. Send your message again.")
+                        raise ModelError("model_empty", gettext("The assistant gave no answer. Send your message again."))
                     return AttemptResult(text=text, model=model, tool_events=tuple(events))
                 if reply.finish_reason not in TOOL_FINISH_REASONS:
                     raise _incomplete(reply.finish_reason)
@@ -262,9 +268,10 @@ class RequestAgent:
         except EventTooLarge:
             too_long = True  # one streamed event past CHAT_MAX_SSE_EVENT_BYTES: the block closed the stream
         except openai.APIStatusError as exc:
-            raise ModelError("model_error", "The assistant could not answer just now. Try again.") from exc
+            raise ModelError("model_error", gettext("The assistant could not answer just now. Try again.")) from exc
         except (openai.APIError, httpx2.HTTPError) as exc:
-            raise ModelError("model_unreachable", "The assistant could not be reached. Try again in a moment.") from exc
+            raise ModelError("model_unreachable",
+                             gettext("The assistant could not be reached. Try again in a moment.")) from exc
         if looping:
             raise _incomplete("repetition")
         if too_long:
@@ -284,6 +291,7 @@ class RequestAgent:
     async def _run_search(self, call: dict, count: int) -> tuple[ToolEvent, dict]:
         """Run conversation_search for the turn's person: read-only, never staged."""
         if count > MAX_SEARCHES_PER_ATTEMPT:
+            # model-facing: stays English (the tool replies, here and below, are what the model reads).
             reply = {
                 "success": False, "status": "search_limit",
                 "error": f"You already searched {MAX_SEARCHES_PER_ATTEMPT} times in this reply. "
@@ -299,6 +307,7 @@ class RequestAgent:
     def _run_tool(self, call: dict, succeeded: set[str]) -> tuple[ToolEvent, dict]:
         name = call["function"]["name"]
         if name != TOOL_NAME or not self.offers_memory_tool:
+            # model-facing: stays English (tool replies are what the model reads).
             reply = {"success": False, "status": "unknown_tool", "error": f"There is no tool named {name!r} here."}
             return ToolEvent(tool=name[:40], status="unknown_tool", operation_count=0), reply
         arguments = call["function"]["arguments"]
@@ -332,6 +341,7 @@ class _Round:
 
 
 def _withdrawn(call: dict) -> tuple[ToolEvent, dict]:
+    # model-facing: stays English (a tool reply the model reads).
     if call["function"]["name"] == SEARCH_TOOL_NAME:
         reply = {
             "success": False, "status": "withdrawn",
@@ -350,26 +360,28 @@ def _withdrawn(call: dict) -> tuple[ToolEvent, dict]:
 def _search_summary(status: str, count: int) -> str:
     """The plain sentence for a conversation_search call (never the query or a result)."""
     if status == "found":
-        found = "1 result" if count == 1 else f"{count} results"
-        return f"Searched your past conversations: {found}."
+        return ngettext("Searched your past conversations: %(count)d result.",
+                        "Searched your past conversations: %(count)d results.", count) % {"count": count}
     if status == "none":
-        return "Searched your past conversations: nothing found."
-    return "Could not search your past conversations this time."
+        return gettext("Searched your past conversations: nothing found.")
+    return gettext("Could not search your past conversations this time.")
 
 
 # What the person reads when an answer did not finish, by why (the reason itself is for logs).
+# Marked here, translated when the error is raised (in the request's or socket's language).
 INCOMPLETE_MESSAGES = {
-    "length": "The answer reached its length limit and was cut off, so nothing was saved to memory. "
-              "Ask for a shorter answer, or ask it to continue.",
-    "repetition": "The answer began repeating itself and was stopped, so nothing was saved to memory. "
-                  "Send your message again.",
+    "length": gettext_noop("The answer reached its length limit and was cut off, so nothing was saved to memory. "
+                           "Ask for a shorter answer, or ask it to continue."),
+    "repetition": gettext_noop("The answer began repeating itself and was stopped, so nothing was saved to memory. "
+                               "Send your message again."),
 }
-INCOMPLETE_MESSAGE = "The assistant stopped before finishing its answer, so nothing was saved. Send your message again."
+INCOMPLETE_MESSAGE = gettext_noop("The assistant stopped before finishing its answer, so nothing was saved. "
+                                  "Send your message again.")
 
 
 def _incomplete(finish_reason: str | None) -> ModelError:
     logger.info("model answer incomplete: finish_reason=%s", finish_reason or "none")
-    return ModelError("model_incomplete", INCOMPLETE_MESSAGES.get(finish_reason or "", INCOMPLETE_MESSAGE))
+    return ModelError("model_incomplete", gettext(INCOMPLETE_MESSAGES.get(finish_reason or "", INCOMPLETE_MESSAGE)))
 
 
 def _canonical(arguments: str) -> str:

@@ -29,6 +29,7 @@ from adrf.views import APIView as AsyncAPIView
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import Http404
+from django.utils.translation import gettext, gettext_noop
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
 from rest_framework.exceptions import NotFound, Throttled
@@ -60,11 +61,12 @@ BUSY_RETRY_SECONDS = 2
 # How long a claimed key's first attempt may run before a retry takes it over:
 # the turn's model deadline, plus its memory commit and the conversation log.
 IDEMPOTENCY_MARGIN_SECONDS = 60
-KEY_NOT_FOR_TEMPORARY = (
+# The sentences (`detail`, `notice`) are in the request's language (LocaleMiddleware); codes stay as they are.
+KEY_NOT_FOR_TEMPORARY = gettext_noop(
     "A temporary chat keeps nothing, so its answer cannot be given again: send it without the "
     "Idempotency-Key header (a temporary turn never changes memory)."
 )
-REPLY_NOT_KEPT = (
+REPLY_NOT_KEPT = gettext_noop(
     "This reply is not in your conversation history, so it cannot be sent again; its memory outcome stands."
 )
 
@@ -164,7 +166,7 @@ def _replayed_turn(*, user_id, stored: dict) -> dict:
                  .values_list("content", flat=True).first())
     body = {**stored, "reply": reply if reply is not None else ""}
     if reply is None:
-        body["notice"] = REPLY_NOT_KEPT
+        body["notice"] = gettext(REPLY_NOT_KEPT)
     return {name: body.get(name) for name in _TURN_FIELDS}
 
 
@@ -206,7 +208,8 @@ class TurnLimitsMixin:
         if isinstance(exc, Throttled):
             wait = int(exc.wait or 1)
             response.data = {"code": "rate_limited", "retry_after": wait,
-                             "detail": f"Too many turns in a short time; try again in {wait:,} seconds."}
+                             "detail": gettext("Too many turns in a short time; try again in %(seconds)s seconds.")
+                             % {"seconds": f"{wait:,}"}}
             response["Retry-After"] = str(wait)
         return response
 
@@ -266,7 +269,7 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         serializer.is_valid(raise_exception=True)
         temporary = bool(serializer.validated_data.get("temporary"))
         if key is not None and temporary:
-            return Response({"code": "idempotency_key_temporary", "detail": KEY_NOT_FOR_TEMPORARY}, status=400)
+            return Response({"code": "idempotency_key_temporary", "detail": gettext(KEY_NOT_FOR_TEMPORARY)}, status=400)
         claim = None
         if key is not None:
             claimed = await self._claim(request, key)
@@ -281,8 +284,8 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             await sync_to_async(budget.give_back, thread_sensitive=False)(getattr(request, "turn_budget", None))
             return Response(
                 {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
-                 "detail": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running; wait for one "
-                           "to finish, then send again."},
+                 "detail": gettext("You already have %(count)s turns running; wait for one to finish, then send "
+                                   "again.") % {"count": f"{settings.CHAT_MAX_CONCURRENT_TURNS:,}"}},
                 status=429, headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
             )
         completed: list[TurnResult] = []  # the result, once the turn is complete (even if cancelled after)
@@ -434,5 +437,5 @@ class ConversationMessagesView(generics.ListAPIView):
     def get_queryset(self):
         conversation = Conversation.objects.filter(pk=self.kwargs["pk"], user=self.request.user).first()
         if conversation is None:
-            raise NotFound("No conversation of yours has this id.")
+            raise NotFound(gettext("No conversation of yours has this id."))
         return conversation.messages.all()

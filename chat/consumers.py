@@ -42,6 +42,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.http import HttpRequest
+from django.utils import translation
+from django.utils.translation import gettext
 
 from agentmemory.notify import group_name
 from agentmemory.workers import in_worker
@@ -77,6 +80,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._group_known = asyncio.Event()
+        self._language: str | None = None
+
+    async def dispatch(self, message) -> None:
+        """Handle each message in the person's language, as LocaleMiddleware does for a request.
+
+        A turn started here is a task that keeps the language, so its frames'
+        sentences (and the memory outcome's) are in it; codes stay as they are.
+        """
+        if self._language is None:
+            self._language = language_of(self.scope)
+        with translation.override(self._language):
+            await super().dispatch(message)
 
     # AsyncConsumer.__call__ assigns `channel_receive` and ends the socket if
     # it raises; this property hands it a receive that survives a failing layer.
@@ -119,8 +134,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def socket_evict(self, event) -> None:
         """Channel message from a newer socket of the same person: this one is past the cap."""
         await self._end("too_many_sockets",
-                        f"You have more than {settings.CHAT_MAX_SOCKETS_PER_PERSON:,} chat pages open; "
-                        "this one, the oldest, was closed. Close other pages, then reload this one.",
+                        gettext("You have more than %(count)s chat pages open; this one, the oldest, was closed. "
+                                "Close other pages, then reload this one.")
+                        % {"count": f"{settings.CHAT_MAX_SOCKETS_PER_PERSON:,}"},
                         CLOSE_TOO_MANY_SOCKETS, registered=False)
 
     async def _end(self, code: str, message: str, close_code: int, *, registered: bool = True) -> None:
@@ -194,15 +210,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await asyncio.wait([self.turn])  # the turn has ended; only its slot is being given back
         if self.turn is not None and not self.turn.done():
             await self._send({"type": "error", "code": "turn_in_progress",
-                              "message": "A turn is still running; wait for it or send {\"type\": \"cancel\"}."})
+                              "message": gettext('A turn is still running; wait for it or send {"type": "cancel"}.')})
             return
         temporary = None
         if frame.temporary:
             temporary = self._temporary_chat(frame.temporary_id)
             if temporary is None:
                 await self._send({"type": "error", "code": "temporary_chat_gone",
-                                  "message": "This temporary chat has ended (temporary chats end when their page "
-                                             "is closed or reloaded); start a new one."})
+                                  "message": gettext("This temporary chat has ended (temporary chats end when "
+                                                     "their page is closed or reloaded); start a new one.")})
                 return
         slot = await self._admit()
         if slot is None:
@@ -240,21 +256,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if decision.allowed:  # the rate had room; every concurrent slot is taken
             await self._send({
                 "type": "error", "code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
-                "message": f"You already have {settings.CHAT_MAX_CONCURRENT_TURNS:,} turns running in other "
-                           "pages; wait for one to finish, then send again.",
+                "message": gettext("You already have %(count)s turns running in other pages; wait for one to "
+                                   "finish, then send again.") % {"count": f"{settings.CHAT_MAX_CONCURRENT_TURNS:,}"},
             })
             return None
         await self._send({
             "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
-            "message": f"Too many turns in a short time; nothing was sent to the model. "
-                       f"Try again in {decision.retry_after:,} seconds.",
+            "message": gettext("Too many turns in a short time; nothing was sent to the model. "
+                               "Try again in %(seconds)s seconds.") % {"seconds": f"{decision.retry_after:,}"},
         })
         return None
 
     async def session_ended(self, event) -> None:
         """Group message `session.ended` from chat.signals: logout, password change, deactivation, deletion."""
-        await self._end("session_ended", "Your session ended (signed out, password changed or account closed); "
-                        "sign in again to chat. Nothing of an unfinished turn was saved.", CLOSE_UNAUTHENTICATED)
+        await self._end("session_ended", gettext("Your session ended (signed out, password changed or account "
+                                                 "closed); sign in again to chat. Nothing of an unfinished turn "
+                                                 "was saved."), CLOSE_UNAUTHENTICATED)
 
 
     async def memory_changed(self, event) -> None:
@@ -281,7 +298,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except Exception as exc:
             logger.error("chat socket turn crashed: %s", type(exc).__name__)
             await self._send({"type": "error", "code": "internal_error",
-                              "message": "Something went wrong on our side; nothing was saved. Try again."})
+                              "message": gettext("Something went wrong on our side; nothing was saved. Try again.")})
         finally:
             self.turn_over = True
             await asyncio.shield(_off_loop(slot.release))
@@ -299,6 +316,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _send(self, frame: dict) -> None:
         if not self.closed:
             await self.send(text_data=json.dumps(frame))
+
+
+def language_of(scope) -> str:
+    """The socket's language, by Django's own rule for a request: the language cookie
+    (the account page's switch), else the handshake's Accept-Language, else LANGUAGE_CODE."""
+    request = HttpRequest()
+    request.COOKIES = dict(scope.get("cookies") or {})
+    for name, value in scope.get("headers") or ():
+        if name == b"accept-language":
+            request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+    return translation.get_language_from_request(request)
 
 
 async def _off_loop(function, /, *args):

@@ -60,6 +60,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from django.utils.translation import gettext, gettext_noop
 
 from agentmemory.rules import document_length, summarize
 from agentmemory.telemetry import MemorySpan, memory_span
@@ -92,14 +93,17 @@ TITLE_CHARS = 60
 NOT_ANNOUNCED_MESSAGE = CODE_MESSAGES["not_announced"]
 __all__ = ["OUTCOME_MESSAGES", "MemoryOutcome", "NOT_ANNOUNCED_MESSAGE", "TemporaryChat", "run_turn", "run_eval_turn"]
 
-REPLY_NOT_STORED = "This reply could not be saved in your conversation history."
-# Said while a save that did not fit is offered again with room made for it (`_Turn._make_room`).
-ROOM_NOTE = "Your memory is full: the assistant is proposing a tidier version with room for this."
+# The sentences a person reads, marked here (gettext_noop) and translated where they are sent
+# (gettext), in the language of the request or socket; the codes next to them stay as they are.
+REPLY_NOT_STORED = gettext_noop("This reply could not be saved in your conversation history.")
+# Said to the person (a `tool` frame under the answer) while a save that did not fit is offered again
+# with room made for it (`_Turn._make_room`); the model never reads it.
+ROOM_NOTE = gettext_noop("Your memory is full: the assistant is proposing a tidier version with room for this.")
 SESSION_ENDED = "session_ended"
-SESSION_ENDED_MESSAGE = ("You were signed out before this reply completed (signed out everywhere, password "
-                         "changed or API token revoked); nothing was saved.")
+SESSION_ENDED_MESSAGE = gettext_noop("You were signed out before this reply completed (signed out everywhere, "
+                                     "password changed or API token revoked); nothing was saved.")
 TURN_TIMEOUT = "turn_timeout"
-TURN_TIMEOUT_MESSAGE = "The answer took too long and was stopped; nothing was saved to memory."
+TURN_TIMEOUT_MESSAGE = gettext_noop("The answer took too long and was stopped; nothing was saved to memory.")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -163,7 +167,7 @@ class ConversationNotFound(TurnError):
     code = "conversation_not_found"
 
     def __init__(self) -> None:
-        super().__init__("No conversation of yours has this id; start a new one with conversation_id null.")
+        super().__init__(gettext("No conversation of yours has this id; start a new one with conversation_id null."))
 
 
 class TurnFailed(TurnError):
@@ -265,7 +269,7 @@ async def run_eval_turn(*, content: str, emit: Emit | None = None) -> TurnResult
             raise TurnFailed(exc.code, exc.message, memory=MemoryOutcome(DISABLED), turn_id=turn_id) from exc
         except _DeadlinePassed:
             span.set_metadata(outcome="failed")
-            raise TurnFailed(TURN_TIMEOUT, TURN_TIMEOUT_MESSAGE, memory=MemoryOutcome(DISABLED),
+            raise TurnFailed(TURN_TIMEOUT, gettext(TURN_TIMEOUT_MESSAGE), memory=MemoryOutcome(DISABLED),
                              turn_id=turn_id) from None
         span.set_metadata(outcome="completed")
     return TurnResult(
@@ -374,15 +378,15 @@ class _Turn:
                 ))
             except _DeadlinePassed:
                 # The stream was closed when the deadline cancelled it; the slot frees as this returns.
-                raise TurnFailed(TURN_TIMEOUT, TURN_TIMEOUT_MESSAGE,
+                raise TurnFailed(TURN_TIMEOUT, gettext(TURN_TIMEOUT_MESSAGE),
                                  memory=await self.memory.discard(reason=TURN_TIMEOUT)) from None
             except _AttemptsFailed as exc:
                 self.tool_events = list(exc.tool_events)
                 if exc.staged and exc.code != "model_incomplete":
                     raise TurnFailed(
                         "model_failed_after_staging",
-                        "The model failed after proposing a memory change, so nothing was saved and no "
-                        "fallback model ran. Send your message again.",
+                        gettext("The model failed after proposing a memory change, so nothing was saved and no "
+                                "fallback model ran. Send your message again."),
                         memory=await self.memory.discard(reason="model_failed_after_staging"),
                     ) from exc
                 raise TurnFailed(exc.code, exc.message, memory=await self.memory.discard(reason=exc.code)) from exc
@@ -390,7 +394,7 @@ class _Turn:
             if self.cancel_event.is_set():
                 raise _Cancelled()
             if self.memory.staged and self.signed_in is not None and not await in_worker(self.signed_in):
-                raise TurnFailed(SESSION_ENDED, SESSION_ENDED_MESSAGE,
+                raise TurnFailed(SESSION_ENDED, gettext(SESSION_ENDED_MESSAGE),
                                  memory=await self.memory.discard(reason=SESSION_ENDED))
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
@@ -399,18 +403,18 @@ class _Turn:
                 # Deleted while the turn ran: the change stands, without a link to a chat that is gone.
                 await _forget_links_if_gone(self.user_id, self.prepared.conversation_id)
             if outcome.code == "account_closed":  # checked under the commit's lock
-                raise TurnFailed(SESSION_ENDED, "Your account was deactivated or deleted before this reply "
-                                 "completed; nothing was saved.", memory=outcome)
+                raise TurnFailed(SESSION_ENDED, gettext("Your account was deactivated or deleted before this reply "
+                                                         "completed; nothing was saved."), memory=outcome)
         except asyncio.CancelledError:
             if attempt is not None and self.memory.outcome is not None and self.memory.outcome.code != "cancelled":
                 # The commit finished while the task was being cancelled: the turn is complete.
                 await self._complete(attempt, self.memory.outcome)
                 raise
-            await self._fail(TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
+            await self._fail(TurnFailed("cancelled", gettext("The turn was stopped; nothing was saved."),
                                         memory=await self.memory.discard(reason="cancelled")))
             raise
         except _Cancelled:
-            failure = TurnFailed("cancelled", "The turn was stopped; nothing was saved.",
+            failure = TurnFailed("cancelled", gettext("The turn was stopped; nothing was saved."),
                                  memory=await self.memory.discard(reason="cancelled"))
             await self._fail(failure)
             raise failure from None
@@ -420,7 +424,7 @@ class _Turn:
         except Exception as exc:
             logger.error("chat turn failed: %s", type(exc).__name__)
             failed = TurnFailed(
-                "internal_error", "Something went wrong on our side; nothing was saved. Try again.",
+                "internal_error", gettext("Something went wrong on our side; nothing was saved. Try again."),
                 memory=await self.memory.discard(reason="turn_error"),
             )
             await self._fail(failed)
@@ -456,7 +460,7 @@ class _Turn:
                 message_id, created_at = store_reply.result()
             except Exception as exc:  # the answer and a commit already made still stand
                 logger.warning("reply not stored in the conversation log: %s", type(exc).__name__)
-                notice = REPLY_NOT_STORED
+                notice = gettext(REPLY_NOT_STORED)
         if self.temporary is not None:
             self.temporary.remember(self.content, reply)
         result = TurnResult(
@@ -479,7 +483,7 @@ class _Turn:
         the memory page) and the turn completes as decided.
         """
         await self.emit({"type": "tool", "tool": "memory_update", "status": "making_room", "operation_count": 0,
-                         "message": ROOM_NOTE})
+                         "message": gettext(ROOM_NOTE)})
         making = asyncio.ensure_future(self.memory.make_room())
         try:
             proposal_id = await asyncio.shield(making)

@@ -24,6 +24,8 @@ from django.contrib import messages
 from django.contrib.auth import authenticate, logout
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -34,14 +36,14 @@ from rest_framework.views import APIView
 from chat.signals import revoke_tokens
 
 TEMPLATE = "registration/account.html"
-SIGNED_OUT = ("You are signed out everywhere: in every browser, and every app that used your API token. "
-              "Sign in again with your password.")
-WRONG_PASSWORD = "That is not your password, so nothing was changed."
+SIGNED_OUT = _("You are signed out everywhere: in every browser, and every app that used your API token. "
+               "Sign in again with your password.")
+WRONG_PASSWORD = _("That is not your password, so nothing was changed.")
 
 
 class ConfirmPasswordForm(forms.Form):
     password = forms.CharField(
-        label="Your password", strip=False,
+        label=_("Your password"), strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
     )
 
@@ -78,9 +80,9 @@ def account_page(request, form: ConfirmPasswordForm | None = None):
 @require_POST
 def revoke_token(request):
     if revoke_tokens(request.user.pk):
-        messages.success(request, "Your API token was revoked: apps and scripts that used it are signed out.")
+        messages.success(request, gettext("Your API token was revoked: apps and scripts that used it are signed out."))
     else:
-        messages.info(request, "You have no API token, so there was nothing to revoke.")
+        messages.info(request, gettext("You have no API token, so there was nothing to revoke."))
     return redirect("account")
 
 
@@ -94,7 +96,7 @@ def sign_out_everywhere(request):
     person.set_password(form.cleaned_data["password"])  # the same password, a new salt: a new hash
     person.save(update_fields=["password"])  # chat.signals: tokens revoked, sockets closed
     logout(request)
-    messages.success(request, SIGNED_OUT)
+    messages.success(request, gettext(SIGNED_OUT))
     return redirect("login")
 
 

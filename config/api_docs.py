@@ -8,12 +8,13 @@ SPECTACULAR_SETTINGS' SERVE_PERMISSIONS names this class for both views; it
 reads the setting on each request.
 """
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
 
 class ApiDocsReaders(BasePermission):
-    message = "The API documentation on this server is for staff only."
+    message = _("The API documentation on this server is for staff only.")
 
     def has_permission(self, request, view) -> bool:
         if settings.API_DOCS_PUBLIC or (request.user and request.user.is_staff):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF
+from django.utils.translation import gettext_lazy as _
 
 from config import redis_sentinel
 from config.origins import derive_origins
@@ -56,6 +57,10 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language of each response: the one the person chose on the account
+    # page (set_language's cookie), else the browser's Accept-Language, else
+    # LANGUAGE_CODE. URLs carry no language prefix.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -230,7 +235,7 @@ AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_RESET_ON_SUCCESS = True
-AXES_COOLOFF_MESSAGE = "Too many failed sign-ins from this address. Try again later."
+AXES_COOLOFF_MESSAGE = _("Too many failed sign-ins from this address. Try again later.")
 # No row per successful sign-in (who signed in from where is not this app's business).
 AXES_DISABLE_ACCESS_LOG = True
 
@@ -238,7 +243,13 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:index"
 LOGOUT_REDIRECT_URL = "login"
 
+# English by default (and for a browser that asks for neither language);
+# German as the second, complete language (locale/de, agentmemory/locale/de).
+# The .mo files are compiled by `make run` and `make test` (compilemessages),
+# never committed. What the model reads stays English in every language.
 LANGUAGE_CODE = "en-us"
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the whole suite on SQLite and on PostgreSQL (when it is reachable), and
+# Compile the translations when a catalogue changed, then run the whole suite
+# on SQLite and on PostgreSQL (when it is reachable), and
 # the packaging checks once (tests marked `packaging`: build the wheel, run the
 # second project and the agent loops from it in fresh venvs on both databases,
 # the lean runtime, the release commands).
@@ -68,6 +69,17 @@ run_stage() {
 }
 
 started_all=$SECONDS
+# The translations first (`make test` compiled them already; run alone, this
+# script does): a .po newer than its .mo, or a .mo missing, is compiled, so
+# the suites read the current catalogues and the packaging stage's wheel
+# carries agentmemory's compiled .mo files.
+stale_catalogues=$(find . \( -path ./.venv -o -path ./.cache -o -path ./node_modules -o -path ./build -o -path ./dist \) -prune \
+  -o -path '*/locale/*/LC_MESSAGES/*.po' -print | while read -r po; do [ "${po%.po}.mo" -nt "$po" ] || echo "$po"; done)
+if [ -n "$stale_catalogues" ]; then
+  echo "== translations (compilemessages) =="
+  env DEBUG=1 "$PY" manage.py compilemessages --ignore=.venv --ignore=.cache --ignore=node_modules --ignore=build --ignore=dist \
+    || { echo "== Summary: compilemessages FAILED (is GNU gettext's msgfmt installed?) =="; exit 1; }
+fi
 # Lint and types first (scripts/lint.sh, seconds): their findings stop the run
 # before the suites start.
 echo "== lint (ruff, mypy) =="

@@ -15,6 +15,16 @@
   const root = document.getElementById("chat");
   if (!root) return;
 
+  // The page's words come from the JavaScript catalogue (config/urls.py,
+  // locale/<lang>/LC_MESSAGES/djangojs.po), loaded before this script, in the
+  // page's language; without it they stay English. The server's sentences
+  // (frame.message, memory.message, detail) arrive already translated.
+  const gettext = window.gettext || function (text) { return text; };
+  const interpolate = window.interpolate || function (format, values) {
+    return format.replace(/%\((\w+)\)s/g, function (match, name) { return String(values[name]); });
+  };
+  const pageLanguage = document.documentElement.lang || "en";
+
   const listUrl = root.dataset.conversationsUrl;
   const csrfToken = root.dataset.csrfToken;
   const maxChars = Number(root.dataset.maxChars);
@@ -47,14 +57,14 @@
   let refusedForCapacity = false;
 
   const OUTCOME_LABELS = {
-    committed: "Memory saved",
-    proposed: "Memory change proposed",
-    nothing_to_commit: "No memory change",
-    unavailable: "Memory unavailable this turn",
-    disabled: "Memory off",
-    discarded: "Memory change discarded",
-    rejected: "Memory change not saved",
-    unconfirmed: "Memory change not confirmed",
+    committed: gettext("Memory saved"),
+    proposed: gettext("Memory change proposed"),
+    nothing_to_commit: gettext("No memory change"),
+    unavailable: gettext("Memory unavailable this turn"),
+    disabled: gettext("Memory off"),
+    discarded: gettext("Memory change discarded"),
+    rejected: gettext("Memory change not saved"),
+    unconfirmed: gettext("Memory change not confirmed"),
   };
   const LEVELS = { ok: true, warn: true, full: true };
 
@@ -90,13 +100,13 @@
 
   function showUsage(usage) {
     if (!usage || !usage.user || !usage.memory) return;
-    const parts = [["user", "Profile "], ["memory", "Notes "]].map(function (pair) {
+    const parts = [["user", gettext("Profile") + " "], ["memory", gettext("Notes") + " "]].map(function (pair) {
       const numbers = usage[pair[0]];
       const part = el("span", "usage-part level-" + levelOf(numbers), pair[1] + numbers.label);
       part.dataset.usagePart = pair[0];
       return part;
     });
-    usageLine.replaceChildren("Memory: ", parts[0], " · ", parts[1]);
+    usageLine.replaceChildren(gettext("Memory:") + " ", parts[0], " · ", parts[1]);
     usageLine.hidden = false;
     updateFullNotice(usage);
   }
@@ -119,13 +129,13 @@
 
   function outcomeLine(memory) {
     if (!memory || !memory.status) return null;
-    const label = OUTCOME_LABELS[memory.status] || "Memory";
+    const label = OUTCOME_LABELS[memory.status] || gettext("Memory");
     // The server's message already says what the label says ("Memory saved."):
     // show it alone, and the label only when there is none. Codes stay out.
     const line = el("p", "outcome outcome-" + memory.status, memory.message || label + ".");
     if (memory.status === "committed" && memory.changed && memory.changed.length) {
       line.append(" ");
-      const link = el("a", null, "See it on your memory page");
+      const link = el("a", null, gettext("See it on your memory page"));
       link.href = memoryUrl + "#document-" + memory.changed[0];
       line.append(link, ".");
       if (memory.change_id) {
@@ -140,16 +150,16 @@
   // (/api/memory/changes/<id>/undo/). The answer's plain sentence replaces the line; a
   // refusal (the entry changed since) says why, and the memory page's History still has it.
   const UNDO_WORDS = {
-    done: "Undone: your memory is as it was before this reply.",
-    unchanged: "Your memory already held what this would bring back; nothing changed.",
-    offline: "The undo could not be sent; nothing changed. Check your connection and try again.",
-    failed: "This change could not be undone; nothing changed. Your memory page's History has it.",
+    done: gettext("Undone: your memory is as it was before this reply."),
+    unchanged: gettext("Your memory already held what this would bring back; nothing changed."),
+    offline: gettext("The undo could not be sent; nothing changed. Check your connection and try again."),
+    failed: gettext("This change could not be undone; nothing changed. Your memory page's History has it."),
   };
 
   function undoButton(line, changeId) {
-    const button = el("button", "outcome-undo", "Undo");
+    const button = el("button", "outcome-undo", gettext("Undo"));
     button.type = "button";
-    button.appendChild(el("span", "visually-hidden", " this memory change"));
+    button.appendChild(el("span", "visually-hidden", " " + gettext("this memory change")));
     button.addEventListener("click", function () {
       if (button.disabled) return;
       button.disabled = true;
@@ -207,7 +217,7 @@
 
   function addMessage(role, content, memoryStatus) {
     const item = el("li", "message message-" + role);
-    item.appendChild(el("span", "message-role", role === "user" ? "You" : "Assistant"));
+    item.appendChild(el("span", "message-role", role === "user" ? gettext("You") : gettext("Assistant")));
     const body = el("div", "message-body");
     if (role === "assistant") showAssistant(body, content);
     else body.textContent = content;
@@ -218,7 +228,7 @@
       const line = outcomeLine({ status: memoryStatus, message: "" });
       if (line) notes.appendChild(line);
     } else if (memoryStatus && role === "user" && memoryStatus === "discarded") {
-      notes.appendChild(el("p", "outcome outcome-discarded", "This turn did not complete; nothing was saved."));
+      notes.appendChild(el("p", "outcome outcome-discarded", gettext("This turn did not complete; nothing was saved.")));
     }
     messages.appendChild(item);
     scrollDown();
@@ -239,7 +249,7 @@
     socket = new WebSocket(scheme + location.host + root.dataset.socketPath);
     socket.addEventListener("open", function () {
       retryDelay = 500;
-      connection.textContent = "Connected.";
+      connection.textContent = gettext("Connected.");
       connection.className = "connection ok";
     });
     socket.addEventListener("close", function (event) {
@@ -251,22 +261,22 @@
         // Too many open pages: this one was closed for a newer one. Reconnecting
         // would close another page in turn, so stay closed until reloaded.
         setRunning(null);
-        connection.textContent = "Closed: this chat is open in too many pages. Reload to use it here.";
+        connection.textContent = gettext("Closed: this chat is open in too many pages. Reload to use it here.");
         connection.className = "connection down";
         return;
       }
       if (running) {
         running.live.finish();
         running.notes.appendChild(el("p", "outcome outcome-discarded",
-          "The connection dropped before the turn completed; nothing was saved."));
+          gettext("The connection dropped before the turn completed; nothing was saved.")));
         setRunning(null);
       }
       if (temporary && temporaryId) {
         // The server forgets a temporary chat when its socket closes.
         temporaryId = null;
-        addNotice("The connection dropped, so this temporary chat ended. Your next message starts a new one.");
+        addNotice(gettext("The connection dropped, so this temporary chat ended. Your next message starts a new one."));
       }
-      connection.textContent = "Disconnected; reconnecting…";
+      connection.textContent = gettext("Disconnected; reconnecting…");
       connection.className = "connection down";
       setTimeout(connect, retryDelay);
       retryDelay = Math.min(retryDelay * 2, 10000);
@@ -336,7 +346,7 @@
         // a change had been staged and was dropped (one line, not two, otherwise).
         if (frame.memory && frame.memory.status === "discarded") appendOutcome(running.notes, frame.memory);
         noteCapacity(frame.memory);
-        announce("The reply did not complete. " + (frame.message || ""));
+        announce(gettext("The reply did not complete.") + " " + (frame.message || ""));
         setRunning(null);
         scrollDown();
         break;
@@ -359,7 +369,7 @@
   // What a screen reader hears once a reply is finished: the reply, and what
   // happened to memory when something did.
   function finishedText(content, memory) {
-    let text = "Assistant: " + (content || "");
+    let text = gettext("Assistant") + ": " + (content || "");
     const quiet = { nothing_to_commit: true, disabled: true };
     if (memory && memory.status && !quiet[memory.status] && memory.message) text += " " + memory.message;
     return text;
@@ -383,11 +393,12 @@
     const content = input.value;
     if (!content.trim()) return;
     if (content.length > maxChars) {
-      addNotice("The message has " + content.length + " characters; the limit is " + maxChars + ".");
+      addNotice(interpolate(gettext("The message has %(length)s characters; the limit is %(limit)s."),
+        { length: content.length, limit: maxChars }, true));
       return;
     }
     if (!socket || socket.readyState !== WebSocket.OPEN) {
-      addNotice("Not connected yet; wait a moment and send again.");
+      addNotice(gettext("Not connected yet; wait a moment and send again."));
       return;
     }
     addMessage("user", content);
@@ -417,8 +428,11 @@
       pasteCut = false;
       return;
     }
-    let text = length.toLocaleString("en-US") + " of " + maxChars.toLocaleString("en-US") + " characters";
-    if (length >= maxChars) text += pasteCut ? ": the limit. The pasted text was cut to fit." : ": the limit.";
+    let text = interpolate(gettext("%(length)s of %(limit)s characters"),
+      { length: length.toLocaleString(pageLanguage), limit: maxChars.toLocaleString(pageLanguage) }, true);
+    if (length >= maxChars) {
+      text += ": " + (pasteCut ? gettext("the limit. The pasted text was cut to fit.") : gettext("the limit."));
+    }
     counter.textContent = text;
     counter.classList.toggle("at-limit", length >= maxChars);
     counter.hidden = false;
@@ -458,22 +472,22 @@
     return api(listUrl).then(function (items) {
       conversationList.replaceChildren();
       if (!items.length) {
-        conversationList.appendChild(el("li", "empty", "No conversations yet."));
+        conversationList.appendChild(el("li", "empty", gettext("No conversations yet.")));
         return;
       }
       items.forEach(function (conversation) {
         const item = el("li");
         item.dataset.conversationId = conversation.id;
         if (conversation.id === conversationId) item.classList.add("current");
-        item.appendChild(el("button", "conversation-open", conversation.title || "Untitled"));
+        item.appendChild(el("button", "conversation-open", conversation.title || gettext("Untitled")));
         const del = el("button", "conversation-delete", "×");
-        del.setAttribute("aria-label", "Delete this conversation");
-        del.title = "Delete";
+        del.setAttribute("aria-label", gettext("Delete this conversation"));
+        del.title = gettext("Delete");
         item.appendChild(del);
         conversationList.appendChild(item);
       });
     }).catch(function () {
-      addNotice("Could not load your conversations; reload the page.");
+      addNotice(gettext("Could not load your conversations; reload the page."));
     });
   }
 
@@ -489,7 +503,7 @@
       attachPending(shown);
       loadConversations();
     }).catch(function () {
-      addNotice("Could not open that conversation; it may have been deleted.");
+      addNotice(gettext("Could not open that conversation; it may have been deleted."));
       loadConversations();
     });
   }
@@ -499,7 +513,7 @@
     if (!item) return;
     const id = Number(item.dataset.conversationId);
     if (event.target.classList.contains("conversation-delete")) {
-      if (!confirm("Delete this conversation? This cannot be undone.")) return;
+      if (!confirm(gettext("Delete this conversation? This cannot be undone."))) return;
       api(listUrl + id + "/", { method: "DELETE" }).then(function () {
         if (id === conversationId) startNew();
         loadConversations();
@@ -520,7 +534,7 @@
 
   document.getElementById("new-conversation").addEventListener("click", startNew);
   document.getElementById("delete-all").addEventListener("click", function () {
-    if (!confirm("Delete all your conversations? This cannot be undone. Your memory is not affected.")) return;
+    if (!confirm(gettext("Delete all your conversations? This cannot be undone. Your memory is not affected."))) return;
     api(listUrl, { method: "DELETE" }).then(startNew);
   });
 
@@ -563,23 +577,21 @@
   // The memory page lists the same proposals under "Waiting for you".
 
   const PROPOSAL_ACTIONS = {
-    add: { user: "Add to your profile", memory: "Add to your notes" },
-    replace: { user: "Change in your profile", memory: "Change in your notes" },
-    remove: { user: "Remove from your profile", memory: "Remove from your notes" },
+    add: { user: gettext("Add to your profile"), memory: gettext("Add to your notes") },
+    replace: { user: gettext("Change in your profile"), memory: gettext("Change in your notes") },
+    remove: { user: gettext("Remove from your profile"), memory: gettext("Remove from your notes") },
   };
   const PROPOSAL_WORDS = {
-    saved: "Saved to your memory.",
-    unchanged: "Saved; your memory already held this, so nothing changed.",
-    discarded: "Discarded; nothing was saved.",
-    stale: "Your memory changed since this was proposed, so it no longer applies. Nothing was saved; " +
-      "you can discard it.",
-    gone: "This proposed change is no longer waiting: it was saved, discarded or has expired.",
-    empty: "Write the fact itself before saving.",
-    full: "This does not fit: your memory would be over its limit. Nothing was saved; remove something " +
-      "on your memory page first.",
-    failed: "This change could not be saved; nothing was saved. Check the text and try again.",
-    offline: "The change could not be sent; nothing was saved. Check your connection and try again.",
-    unreadable: "The proposed change could not be shown. Your memory page lists it under \u201cWaiting for you\u201d.",
+    saved: gettext("Saved to your memory."),
+    unchanged: gettext("Saved; your memory already held this, so nothing changed."),
+    discarded: gettext("Discarded; nothing was saved."),
+    stale: gettext("Your memory changed since this was proposed, so it no longer applies. Nothing was saved; you can discard it."),
+    gone: gettext("This proposed change is no longer waiting: it was saved, discarded or has expired."),
+    empty: gettext("Write the fact itself before saving."),
+    full: gettext("This does not fit: your memory would be over its limit. Nothing was saved; remove something on your memory page first."),
+    failed: gettext("This change could not be saved; nothing was saved. Check the text and try again."),
+    offline: gettext("The change could not be sent; nothing was saved. Check your connection and try again."),
+    unreadable: gettext("The proposed change could not be shown. Your memory page lists it under \u201cWaiting for you\u201d."),
   };
   const STALE_CODES = { conflict: true, no_match: true, ambiguous_match: true, entry_changed: true,
     replace_duplicate: true };
@@ -607,7 +619,7 @@
 
   function proposalLine(operation) {
     const names = PROPOSAL_ACTIONS[operation.action] || {};
-    const label = names[operation.target] || "Change your memory";
+    const label = names[operation.target] || gettext("Change your memory");
     if (operation.action === "replace") return label + ": " + quoted(operation.entry) + " \u2192 " + quoted(operation.content);
     if (operation.action === "remove") return label + ": " + quoted(operation.entry);
     return label + ": " + quoted(operation.content);
@@ -634,7 +646,7 @@
     // Trusted code doubted it (task progress, a chat summary, an edit not asked for): a plain question.
     const doubted = proposal.operations.some(function (operation) { return operation.why; });
     box.appendChild(el("p", doubted ? "proposal-title proposal-question" : "proposal-title visually-hidden",
-      doubted ? "Save this to memory?" : "Proposed memory change")).id = prefix + "-title";
+      doubted ? gettext("Save this to memory?") : gettext("Proposed memory change"))).id = prefix + "-title";
     const list = el("ul", "proposal-ops");
     list.id = prefix + "-ops";
     const edits = [];
@@ -644,15 +656,15 @@
       if (operation.why) item.appendChild(el("span", "proposal-why", operation.why));
       if (operation.action === "add") {
         const editId = prefix + "-edit-" + operation.position;
-        const toggle = el("button", "proposal-edit-toggle", "Edit");
+        const toggle = el("button", "proposal-edit-toggle", gettext("Edit"));
         toggle.type = "button";
-        toggle.appendChild(el("span", "visually-hidden", " this fact before saving"));
+        toggle.appendChild(el("span", "visually-hidden", " " + gettext("this fact before saving")));
         toggle.setAttribute("aria-expanded", "false");
         toggle.setAttribute("aria-controls", editId);
         const editor = el("div", "proposal-edit");
         editor.id = editId;
         editor.hidden = true;
-        const label = el("label", null, "Text to save");
+        const label = el("label", null, gettext("Text to save"));
         label.htmlFor = editId + "-text";
         const field = el("textarea");
         field.id = editId + "-text";
@@ -674,9 +686,9 @@
     box.appendChild(list);
 
     const actions = el("div", "proposal-actions");
-    const save = el("button", "proposal-save", "Save");
+    const save = el("button", "proposal-save", gettext("Save"));
     save.type = "button";
-    const discard = el("button", "proposal-discard", "Discard");
+    const discard = el("button", "proposal-discard", gettext("Discard"));
     discard.type = "button";
     [save, discard].forEach(function (button) {
       button.setAttribute("aria-describedby", list.id);
@@ -707,7 +719,7 @@
       result.className = "proposal-result " + (className || "");
       result.replaceChildren(text);
       if (link) {
-        const anchor = el("a", null, "See your memory page");
+        const anchor = el("a", null, gettext("See your memory page"));
         anchor.href = memoryUrl;
         result.append(" ", anchor, ".");
       }
@@ -794,7 +806,7 @@
     temporaryId = null;
     if (temporaryToggle) temporaryToggle.checked = on;
     if (temporaryBanner) temporaryBanner.hidden = !on;
-    if (title) title.textContent = on ? "Temporary chat" : "Chat";
+    if (title) title.textContent = on ? gettext("Temporary chat") : gettext("Chat");
     root.classList.toggle("is-temporary", on);
   }
 
@@ -833,11 +845,11 @@
 
   function renderMemoryLink(useMemory) {
     if (!memoryLink) return;
-    const link = el("a", null, useMemory ? "See and correct your memory" : "Your memory page");
+    const link = el("a", null, useMemory ? gettext("See and correct your memory") : gettext("Your memory page"));
     link.href = memoryUrl;
     memoryLink.replaceChildren(
-      useMemory ? "The assistant remembers a few facts about you. "
-        : "You turned memory off: your chats neither read nor change it. ",
+      (useMemory ? gettext("The assistant remembers a few facts about you.")
+        : gettext("You turned memory off: your chats neither read nor change it.")) + " ",
       link, ".");
   }
 
@@ -863,7 +875,7 @@
         body: JSON.stringify({ use_memory: wanted }),
       }).then(applySettings).catch(function () {
         memorySwitch.checked = root.dataset.useMemory !== "0";
-        addNotice("The memory setting could not be changed. Try again in a moment.");
+        addNotice(gettext("The memory setting could not be changed. Try again in a moment."));
       }).then(function () {
         memorySwitch.disabled = false;
       });

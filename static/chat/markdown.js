@@ -26,6 +26,13 @@
 
   if (typeof window.markdownit !== "function" || typeof window.DOMPurify !== "function") return;
 
+  // The words around a reply (Copy, a link's destination) come from the
+  // JavaScript catalogue loaded before this script (config/urls.py); without it, English.
+  const gettext = window.gettext || function (text) { return text; };
+  const interpolate = window.interpolate || function (format, values) {
+    return format.replace(/%\((\w+)\)s/g, function (match, name) { return String(values[name]); });
+  };
+
   const SAFE_URL = /^(?:https?:|mailto:)/i;
   const SAFE_CLASS = /^(?:language-[A-Za-z0-9_+#.-]{1,40}|align-(?:left|right|center))$/;
   const TAGS = ["p", "br", "strong", "em", "s", "del", "code", "pre", "blockquote", "ul", "ol", "li",
@@ -128,30 +135,30 @@
       said.textContent = words;
       clearTimeout(button._reset);
       button._reset = setTimeout(function () {
-        said.textContent = "Copy";
+        said.textContent = gettext("Copy");
       }, 2000);
     }
     const viaApi = navigator.clipboard && window.isSecureContext
       ? navigator.clipboard.writeText(text)
       : Promise.reject(new Error("no clipboard"));
     viaApi.then(function () {
-      show("Copied");
+      show(gettext("Copied"));
     }, function () {
-      show(copyWithSelection(text) ? "Copied" : "Select the code to copy it");
+      show(copyWithSelection(text) ? gettext("Copied") : gettext("Select the code to copy it"));
     });
   }
 
   function decorateCode(pre) {
     const code = pre.querySelector("code");
     const match = code && /(?:^|\s)language-([A-Za-z0-9_+#.-]{1,40})/.exec(code.className);
-    const label = match ? match[1] : "code";
+    const label = match ? match[1] : gettext("code");
     const block = el("div", "code-block");
     const head = el("div", "code-head");
     head.appendChild(el("span", "code-lang", label));
     const button = el("button", "code-copy");
     button.type = "button";
-    button.appendChild(el("span", "copy-label", "Copy"));
-    button.appendChild(el("span", "visually-hidden", " " + label + " code"));
+    button.appendChild(el("span", "copy-label", gettext("Copy")));
+    button.appendChild(el("span", "visually-hidden", " " + interpolate(gettext("%(language)s code"), { language: label }, true)));
     button.addEventListener("click", function () {
       copy(pre, button);
     });
@@ -211,14 +218,15 @@
     const target = destination(link.getAttribute("href") || "");
     if (!target) return;
     link.dataset.host = target.label;
-    link.title = "Opens " + target.label;
+    link.title = interpolate(gettext("Opens %(destination)s"), { destination: target.label }, true);
     const shown = URLISH.exec((link.textContent || "").trim());
     const posing = shown && bareHost(shown[1]) !== bareHost(target.host);
     const carries = target.sends.length > LONG_QUERY;
     if (!posing && !carries) return;
     link.classList.add(posing ? "link-posing" : "link-carrying");
     const note = el("span", "link-destination",
-      posing ? " (goes to " + target.label + ")" : " (sends text to " + target.label + ")");
+      " (" + interpolate(posing ? gettext("goes to %(destination)s") : gettext("sends text to %(destination)s"),
+        { destination: target.label }, true) + ")");
     link.after(note);
   }
 
