@@ -57,6 +57,10 @@ stop_system_service() {
   fi
 }
 
+has_package_lists() {
+  [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]
+}
+
 install_packages() {
   local missing=() services=()
   command -v haproxy >/dev/null || { missing+=(haproxy); services+=(haproxy); }
@@ -65,7 +69,9 @@ install_packages() {
   command -v redis-sentinel >/dev/null || { missing+=(redis-sentinel); services+=(redis-sentinel); }
   command -v redis-server >/dev/null || { missing+=(redis-server); services+=(redis-server); }
   if ! command -v etcd >/dev/null; then
-    # Debian 12 ships the server as etcd-server; older releases as etcd.
+    # Debian 12 ships the server as etcd-server; older releases as etcd. A fresh machine has no package
+    # lists yet, so apt-cache knows neither: read them first, or etcd-server looks missing.
+    [ "$(id -u)" -ne 0 ] || has_package_lists || apt-get update -q >/dev/null
     if apt-cache policy etcd-server 2>/dev/null | grep -q 'Candidate: [0-9]'; then
       missing+=(etcd-server); else missing+=(etcd); fi
     services+=(etcd)
@@ -73,7 +79,7 @@ install_packages() {
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" -eq 0 ] || die "missing ${missing[*]}: install them (apt-get) or run as root"
   log "installing ${missing[*]}"
-  [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -q
+  has_package_lists || apt-get update -q
   # Another engineer's apt-get may hold the lock: wait for it (bounded).
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     -o DPkg::Lock::Timeout=120 "${missing[@]}" >"$LOGS/apt.log" 2>&1 \
