@@ -201,7 +201,8 @@ class RequestAgent:
                         offered = False
                         continue
                     if not text:
-                        raise ModelError("model_empty", gettext("The assistant gave no answer. Send your message again."))
+                        raise ModelError("model_empty",
+                                         gettext("The assistant gave no answer. Send your message again."))
                     return AttemptResult(text=text, model=model, tool_events=tuple(events))
                 if reply.finish_reason not in TOOL_FINISH_REASONS:
                     raise _incomplete(reply.finish_reason)

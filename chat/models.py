@@ -10,23 +10,27 @@ counts, statuses), never the tool arguments.
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 
 class Conversation(models.Model):
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name=_("user")
     )
-    title = models.CharField(max_length=120, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    title = models.CharField(_("title"), max_length=120, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["user", "-updated_at"], name="chat_conversation_user_recent")]
 
     def __str__(self):
         # The admin's titles and breadcrumbs: the person by username, never the title.
-        return f"Conversation {self.pk} of {self.user.get_username()}"
+        return gettext("Conversation %(id)s of %(username)s") % {"id": self.pk, "username": self.user.get_username()}
 
     @property
     def log_label(self) -> str:
@@ -36,21 +40,24 @@ class Conversation(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user", "User"
-        ASSISTANT = "assistant", "Assistant"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
-    role = models.CharField(max_length=16, choices=Role.choices)
-    content = models.TextField(blank=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages",
+                                     verbose_name=_("conversation"))
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices)
+    content = models.TextField(_("content"), blank=True)
     # The memory outcome of the turn this message belongs to: committed,
     # nothing_to_commit, unavailable, disabled, discarded or rejected.
-    memory_outcome = models.CharField(max_length=24, blank=True)
-    turn_id = models.CharField(max_length=32, blank=True, db_index=True)
+    memory_outcome = models.CharField(_("memory outcome"), max_length=24, blank=True)
+    turn_id = models.CharField(_("turn id"), max_length=32, blank=True, db_index=True)
     # Tool calls of the turn as metadata only: [{"tool", "status", "operation_count"}].
-    metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["created_at", "id"]
 
     def __str__(self):
