@@ -238,7 +238,9 @@ def _contexts(browser, base_url: str):
     def make(**options):
         # Options go to Playwright's new_context: a phone's viewport, or
         # bypass_csp=True where a test injects axe-core into the page.
-        settings_ = {"viewport": {"width": 1200, "height": 820}, **options}
+        # English unless a test asks for another language (locale="de-DE"): the
+        # pages follow the browser's Accept-Language (LocaleMiddleware).
+        settings_ = {"viewport": {"width": 1200, "height": 820}, "locale": "en-US", **options}
         context = browser.new_context(base_url=base_url, **settings_)
         context.set_default_timeout(10_000)
         context.add_init_script(OBSERVE_SOCKETS)
