@@ -31,6 +31,8 @@ from django.db.models import Count, F, IntegerField, Q, Sum, Value
 from django.db.models.functions import Length, Replace
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from . import provenance, services, words
 from .conf import memory_settings
@@ -94,11 +96,12 @@ def near_full_threshold(limit: int) -> int:
 
 
 class NearFullFilter(admin.SimpleListFilter):
-    title = "usage"
+    title = gettext_lazy("usage")
     parameter_name = "near_full"
 
     def lookups(self, request, model_admin):
-        return [("yes", f"Near full (≥ {NEAR_FULL_PERCENT}%)"), ("no", f"Below {NEAR_FULL_PERCENT}%")]
+        return [("yes", _("Near full (≥ %(percent)s%%)") % {"percent": NEAR_FULL_PERCENT}),
+                ("no", _("Below %(percent)s%%") % {"percent": NEAR_FULL_PERCENT})]
 
     def queryset(self, request, queryset):
         limits = memory_settings().limits
@@ -133,7 +136,7 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
     list_display_links = ("user", "memory_type")
     list_filter = (NearFullFilter, "memory_type", "schema_version")
     search_fields = ("user__username",)
-    search_help_text = "Search by username."
+    search_help_text = gettext_lazy("Search by username.")
     ordering = ("user__username", "memory_type")
     list_select_related = ("user",)
     list_per_page = 50
@@ -158,15 +161,16 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = [
-            ("Owner", {"fields": ("user", "memory_type")}),
-            ("Usage", {"fields": ("characters", "usage_percent", "entry_count", "schema_version")}),
-            ("Where entries came from", {"fields": ("entry_sources",),
-                                         "description": "Metadata: who last set each entry and when, no content."}),
-            ("Dates", {"fields": ("created_at", "updated_at")}),
+            (_("Owner"), {"fields": ("user", "memory_type")}),
+            (_("Usage"), {"fields": ("characters", "usage_percent", "entry_count", "schema_version")}),
+            (_("Where entries came from"), {
+                "fields": ("entry_sources",),
+                "description": _("Metadata: who last set each entry and when, no content.")}),
+            (_("Dates"), {"fields": ("created_at", "updated_at")}),
         ]
         if can_view_content(request):
-            fieldsets.append(("Content", {"fields": ("entries",),
-                                          "description": "Untrusted text written by the assistant or the person."}))
+            fieldsets.append((_("Content"), {
+                "fields": ("entries",), "description": _("Untrusted text written by the assistant or the person.")}))
         return fieldsets
 
     def lookup_allowed(self, lookup, value, request=None):
@@ -185,22 +189,23 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
 
     # --- columns ----------------------------------------------------------
 
-    @admin.display(description="characters", ordering="characters")
+    @admin.display(description=gettext_lazy("characters"), ordering="characters")
     def characters(self, obj):
         return obj.characters
 
-    @admin.display(description="usage", ordering="characters")
+    @admin.display(description=gettext_lazy("usage"), ordering="characters")
     def usage_percent(self, obj):
         limit = memory_settings().limits.get(obj.memory_type)
         if not limit:
             return "—"
-        return f"{obj.characters * 100 // limit}% of {limit:,}"
+        return _("%(percent)s%% of %(limit)s") % {"percent": obj.characters * 100 // limit,
+                                                   "limit": words.number(limit)}
 
-    @admin.display(description="entries")
+    @admin.display(description=gettext_lazy("entries"))
     def entry_count(self, obj):
         return obj.entry_count
 
-    @admin.display(description="sources, by entry number")
+    @admin.display(description=gettext_lazy("sources, by entry number"))
     def entry_sources(self, obj):
         sources = obj.provenance if isinstance(obj.provenance, list) else []
         if not sources:
@@ -210,7 +215,7 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
             format_html_join("", "<li>{}</li>", ((_source_label(item),) for item in sources)),
         )
 
-    @admin.display(description="entries")
+    @admin.display(description=gettext_lazy("entries"))
     def entries(self, obj):
         # Only reachable through the fieldset of staff holding the content
         # permission; every entry is escaped.
@@ -222,7 +227,7 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
 
     # --- the audited erase ------------------------------------------------
 
-    @admin.action(description="Erase this person's memory", permissions=["erase"])
+    @admin.action(description=gettext_lazy("Erase this person's memory"), permissions=["erase"])
     def erase_people(self, request, queryset):
         user_ids = sorted(set(queryset.values_list("user_id", flat=True)))
         if request.POST.get("post") != "yes":
@@ -234,7 +239,7 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
             )
             context = {
                 **self.admin_site.each_context(request),
-                "title": "Erase these people's memory?",
+                "title": _("Erase these people's memory?"),
                 "opts": self.model._meta,
                 "people": people,
                 "selected": queryset.values_list("pk", flat=True),
@@ -246,7 +251,8 @@ class MemoryDocumentAdmin(AuditedReads, ReadOnlyAdmin):
         for user_id in user_ids:
             services.erase_memory(user_id=user_id, actor=Actor.STAFF, staff=request.user)
         self.message_user(
-            request, f"Erased the memory of {len(user_ids)} {'person' if len(user_ids) == 1 else 'people'}.",
+            request, ngettext("Erased the memory of %(count)s person.", "Erased the memory of %(count)s people.",
+                              len(user_ids)) % {"count": len(user_ids)},
             messages.SUCCESS,
         )
         return None
@@ -258,30 +264,30 @@ class MemoryEventAdmin(ReadOnlyAdmin):
                     "memory_characters", "retry_count", "duration_ms")
     list_filter = ("outcome", "actor", "created_at")
     search_fields = ("user__username",)
-    search_help_text = "Search by username."
+    search_help_text = gettext_lazy("Search by username.")
     date_hierarchy = "created_at"
     list_select_related = ("user",)
     fields = ("created_at", "user", "acted_by", "outcome_words", "changes", "reason", "operation_count",
               "user_characters", "memory_characters", "retry_count", "duration_ms", "error_code")
     readonly_fields = fields
 
-    @admin.display(description="by", ordering="actor")
+    @admin.display(description=gettext_lazy("by"), ordering="actor")
     def acted_by(self, obj):
         if obj.actor == Actor.STAFF and obj.staff_username:
-            return f"Staff: {obj.staff_username}"
+            return _("Staff: %(username)s") % {"username": obj.staff_username}
         return obj.get_actor_display()
 
-    @admin.display(description="outcome", ordering="outcome")
+    @admin.display(description=gettext_lazy("outcome"), ordering="outcome")
     def outcome_words(self, obj):
         return words.outcome_name(obj.outcome)
 
-    @admin.display(description="changes")
+    @admin.display(description=gettext_lazy("changes"))
     def changes(self, obj):
         if obj.outcome == Outcome.VIEWED:
             return words.staff_view(obj.viewed, obj.targets, for_owner=False)
-        return words.event_changes(obj.outcome, obj.actions, obj.targets).replace("your ", "the ") or "—"
+        return words.staff_changes(obj.outcome, obj.actions, obj.targets) or "—"
 
-    @admin.display(description="reason")
+    @admin.display(description=gettext_lazy("reason"))
     def reason(self, obj):
         return words.event_reason(obj.outcome, obj.error_code) or "—"
 
@@ -294,7 +300,7 @@ class MemoryProposalAdmin(AuditedReads, ReadOnlyAdmin):
 
     list_display = ("user", "operation_count", "conversation_id", "created_at", "expires_at")
     search_fields = ("user__username",)
-    search_help_text = "Search by username."
+    search_help_text = gettext_lazy("Search by username.")
     list_select_related = ("user",)
     list_per_page = 50
 
@@ -318,7 +324,7 @@ class MemoryProposalAdmin(AuditedReads, ReadOnlyAdmin):
             return False
         return super().lookup_allowed(lookup, value, request)
 
-    @admin.display(description="proposed operations")
+    @admin.display(description=gettext_lazy("proposed operations"))
     def proposed_operations(self, obj):
         # Only in the fields of staff holding the content permission; escaped.
         return format_html(
@@ -339,7 +345,7 @@ class MemoryVersionAdmin(AuditedReads, ReadOnlyAdmin):
                     "conversation_id")
     list_filter = ("memory_type", "kind", "by")
     search_fields = ("user__username",)
-    search_help_text = "Search by username."
+    search_help_text = gettext_lazy("Search by username.")
     list_select_related = ("user",)
     list_per_page = 50
     CONTENT_FIELDS = ("before", "after", "before_provenance")
@@ -369,19 +375,19 @@ class MemoryVersionAdmin(AuditedReads, ReadOnlyAdmin):
     def read_targets(self, obj) -> dict:
         return {obj.memory_type: 1}
 
-    @admin.display(description="characters before", ordering="before_length")
+    @admin.display(description=gettext_lazy("characters before"), ordering="before_length")
     def characters_before(self, obj):
         return obj.before_length
 
-    @admin.display(description="characters after", ordering="after_length")
+    @admin.display(description=gettext_lazy("characters after"), ordering="after_length")
     def characters_after(self, obj):
         return obj.after_length
 
-    @admin.display(description="entries before")
+    @admin.display(description=gettext_lazy("entries before"))
     def entries_before(self, obj):
         return _entry_list(obj.before)
 
-    @admin.display(description="entries after")
+    @admin.display(description=gettext_lazy("entries after"))
     def entries_after(self, obj):
         return _entry_list(obj.after)
 
@@ -390,7 +396,7 @@ def _entry_list(content: str):
     # Only in the fields of staff holding the content permission; every entry is escaped.
     entries = parse_document(content)
     if not entries:
-        return "— (empty)"
+        return _("— (empty)")
     return format_html('<ol class="memory-entries">{}</ol>',
                        format_html_join("", '<li style="white-space: pre-wrap">{}</li>', ((e,) for e in entries)))
 
@@ -399,7 +405,11 @@ def _source_label(item) -> str:
     """One entry's source for staff: the role, the time, the chat's id; never content or titles."""
     source = provenance.Source.from_json(item)
     if source is None:
-        return "unknown"
-    role = {"agent": "the assistant", "user": "the person", "staff": "support staff", "system": "the system"}
-    chat = f", chat {source.conversation_id}" if source.conversation_id is not None else ""
-    return f"{role.get(source.by, source.by)}, {source.at[:16].replace('T', ' ')}{chat}"
+        return _("unknown")
+    role = {"agent": _("the assistant"), "user": _("the person"), "staff": _("support staff"),
+            "system": _("the system")}
+    at = source.at[:16].replace("T", " ")
+    if source.conversation_id is not None:
+        return _("%(who)s, %(at)s, chat %(chat)s") % {"who": role.get(source.by, source.by), "at": at,
+                                                      "chat": source.conversation_id}
+    return _("%(who)s, %(at)s") % {"who": role.get(source.by, source.by), "at": at}

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AgentMemoryConfig(AppConfig):
     name = "agentmemory"
-    verbose_name = "Agent memory"
+    verbose_name = _("Agent memory")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):

@@ -8,6 +8,8 @@ whitespace (`strip=False`) so the rules normalise it the same way for
 everyone.
 """
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from .models import MemoryType
 
@@ -15,8 +17,8 @@ from .models import MemoryType
 MAX_FIELD_CHARS = 20_000
 
 TARGET_ERRORS = {
-    "required": "Choose which document to change.",
-    "invalid_choice": "Choose 'user' or 'memory' as the document.",
+    "required": gettext_lazy("Choose which document to change."),
+    "invalid_choice": gettext_lazy("Choose 'user' or 'memory' as the document."),
 }
 
 
@@ -26,7 +28,7 @@ class AddEntryForm(forms.Form):
         strip=False,
         max_length=MAX_FIELD_CHARS,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": "Write the fact itself before saving."},
+        error_messages={"required": gettext_lazy("Write the fact itself before saving.")},
     )
 
 
@@ -36,7 +38,7 @@ class RemoveEntryForm(forms.Form):
         strip=False,
         max_length=MAX_FIELD_CHARS,
         widget=forms.HiddenInput,
-        error_messages={"required": "The page did not say which entry; reload it and try again."},
+        error_messages={"required": gettext_lazy("The page did not say which entry; reload it and try again.")},
     )
 
 
@@ -45,7 +47,7 @@ class CorrectEntryForm(RemoveEntryForm):
         strip=False,
         max_length=MAX_FIELD_CHARS,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": "Write the corrected entry, or remove the entry instead."},
+        error_messages={"required": gettext_lazy("Write the corrected entry, or remove the entry instead.")},
     )
 
 
@@ -53,5 +55,5 @@ def first_error(form: forms.Form) -> str:
     """Return one plain sentence describing what is wrong with a post."""
     for errors in form.errors.values():
         if errors:
-            return str(errors[0])
-    return "The form could not be read; reload the page and try again."
+            return str(errors[0])  # in the active language
+    return _("The form could not be read; reload the page and try again.")

@@ -30,10 +30,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext_lazy
 
 from .rules import Operation, Snapshot, apply_operations, folded
 from .threats import OVERSIZED, SECRET, scan_entry
 from .threats.credentials import secret_values
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 # Why an operation is asked about rather than saved: codes for the model, the
 # API and telemetry; `REASONS` holds the sentence a person reads.
@@ -49,13 +55,15 @@ NOT_STATED = "not_stated"
 TRANSIENT_TURN = "transient_turn"
 ATTACK_SEEN = "attack_in_turn"
 
-REASONS: Mapping[str, str] = {
-    TRANSIENT: "It looks like it may not last (task progress, a one-off error, path or command).",
-    CHAT_SUMMARY: "It looks like a summary of this chat rather than a lasting fact.",
-    PASTED_COPY: "It copies text you pasted rather than stating a fact about you or your work.",
-    ASSISTANT_NOTE: "It is a note about the assistant, not about you or your work.",
-    UNASKED_EDIT: "It changes something your memory already holds, though your message did not ask for a change.",
-    DEPENDS: "It builds on another suggested change that waits for you.",
+# People-facing (translatable, lazy: pass through str() before JSON); the codes above are what the model reads.
+REASONS: Mapping[str, StrOrPromise] = {
+    TRANSIENT: gettext_lazy("It looks like it may not last (task progress, a one-off error, path or command)."),
+    CHAT_SUMMARY: gettext_lazy("It looks like a summary of this chat rather than a lasting fact."),
+    PASTED_COPY: gettext_lazy("It copies text you pasted rather than stating a fact about you or your work."),
+    ASSISTANT_NOTE: gettext_lazy("It is a note about the assistant, not about you or your work."),
+    UNASKED_EDIT: gettext_lazy(
+        "It changes something your memory already holds, though your message did not ask for a change."),
+    DEPENDS: gettext_lazy("It builds on another suggested change that waits for you."),
 }
 ASK_REASONS = tuple(REASONS)
 

@@ -9,31 +9,34 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 SCHEMA_VERSION = 1
 
 
 class MemoryType(models.TextChoices):
-    USER = "user", "User profile"
-    MEMORY = "memory", "Agent memory"
+    USER = "user", _("User profile")
+    MEMORY = "memory", _("Agent memory")
 
 
 class MemoryDocument(models.Model):
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_documents"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_documents", verbose_name=_("user")
     )
-    memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
-    content = models.TextField()
+    memory_type = models.CharField(_("memory type"), max_length=16, choices=MemoryType.choices)
+    content = models.TextField(_("content"))
     # One source per entry, in order (`agentmemory.provenance`): who last set
     # it and when, ids only, never content. NULL for rows written before it.
     provenance = models.JSONField(null=True, blank=True)
-    schema_version = models.PositiveSmallIntegerField(default=SCHEMA_VERSION)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    schema_version = models.PositiveSmallIntegerField(_("schema version"), default=SCHEMA_VERSION)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         db_table = "agentmemory_document"
-        verbose_name = "memory document"
+        verbose_name = _("memory document")
+        verbose_name_plural = _("memory documents")
         constraints = [
             models.UniqueConstraint(fields=["user", "memory_type"], name="agentmemory_one_row_per_type"),
             models.CheckConstraint(
@@ -42,13 +45,14 @@ class MemoryDocument(models.Model):
             models.CheckConstraint(condition=~Q(content=""), name="agentmemory_content_not_empty"),
         ]
         permissions = [
-            ("view_memory_content", "Can view the content of people's memory"),
-            ("erase_memory", "Can erase a person's memory on their request"),
+            ("view_memory_content", _("Can view the content of people's memory")),
+            ("erase_memory", _("Can erase a person's memory on their request")),
         ]
 
     def __str__(self):
         # The admin's titles and breadcrumbs: the person by username.
-        return f"{self.get_memory_type_display()} of {self.user.get_username()}"
+        return gettext("%(document)s of %(username)s") % {
+            "document": self.get_memory_type_display(), "username": self.user.get_username()}
 
     @property
     def log_label(self) -> str:
@@ -57,44 +61,44 @@ class MemoryDocument(models.Model):
 
 
 class Actor(models.TextChoices):
-    AGENT = "agent", "Agent"
-    USER = "user", "User"
-    STAFF = "staff", "Staff"
-    SYSTEM = "system", "System"
+    AGENT = "agent", _("Agent")
+    USER = "user", _("User")
+    STAFF = "staff", _("Staff")
+    SYSTEM = "system", _("System")
 
 
 class Outcome(models.TextChoices):
-    COMMITTED = "committed", "Committed"
-    UNCHANGED = "unchanged", "Nothing changed"
-    REJECTED = "rejected", "Rejected"
-    CANCELLED = "cancelled", "Cancelled"
-    FAILED = "failed", "Failed"
-    DISCARDED = "discarded", "Discarded"
-    ERASED = "erased", "Erased"
+    COMMITTED = "committed", _("Committed")
+    UNCHANGED = "unchanged", _("Nothing changed")
+    REJECTED = "rejected", _("Rejected")
+    CANCELLED = "cancelled", _("Cancelled")
+    FAILED = "failed", _("Failed")
+    DISCARDED = "discarded", _("Discarded")
+    ERASED = "erased", _("Erased")
     # The person's "Use memory in chats" switch (MemoryPreference.use_memory).
-    MEMORY_ON = "memory_on", "Memory turned on"
-    MEMORY_OFF = "memory_off", "Memory turned off"
+    MEMORY_ON = "memory_on", _("Memory turned on")
+    MEMORY_OFF = "memory_off", _("Memory turned off")
     # Ask before saving: a turn's change became a proposal; the save mode changed.
-    PROPOSED = "proposed", "Proposed"
-    ASK_FIRST = "ask_first", "Ask before saving"
-    AUTO_SAVE = "auto_save", "Save automatically"
+    PROPOSED = "proposed", _("Proposed")
+    ASK_FIRST = "ask_first", _("Ask before saving")
+    AUTO_SAVE = "auto_save", _("Save automatically")
     # Staff holding the content permission saw the person's content in the admin.
-    VIEWED = "viewed", "Viewed by staff"
+    VIEWED = "viewed", _("Viewed by staff")
 
 
 class Viewed(models.TextChoices):
     """What a staff member's read showed (`MemoryEvent.viewed`, outcome "viewed"): a kind, never the text."""
 
-    MEMORY = "memory", "Memory document"
-    PROPOSAL = "proposal", "Memory proposal"
-    CONVERSATION = "conversation", "Conversation"
-    SEARCH = "search", "Search of conversations"
-    VERSION = "version", "Memory version"
+    MEMORY = "memory", _("Memory document")
+    PROPOSAL = "proposal", _("Memory proposal")
+    CONVERSATION = "conversation", _("Conversation")
+    SEARCH = "search", _("Search of conversations")
+    VERSION = "version", _("Memory version")
 
 
 class SaveMode(models.TextChoices):
-    AUTO = "auto", "Save changes automatically"
-    ASK = "ask", "Ask me before saving"
+    AUTO = "auto", _("Save changes automatically")
+    ASK = "ask", _("Ask me before saving")
 
 
 class MemoryPreference(models.Model):
@@ -122,10 +126,11 @@ class MemoryPreference(models.Model):
 
     class Meta:
         db_table = "agentmemory_preference"
-        verbose_name = "memory preference"
+        verbose_name = _("memory preference")
+        verbose_name_plural = _("memory preferences")
 
     def __str__(self):
-        return f"Memory preference of {self.user.get_username()}"
+        return gettext("Memory preference of %(username)s") % {"username": self.user.get_username()}
 
 
 class MemoryEvent(models.Model):
@@ -136,18 +141,18 @@ class MemoryEvent(models.Model):
     """
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events", verbose_name=_("user")
     )
-    actor = models.CharField(max_length=16, choices=Actor.choices)
-    outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    operation_count = models.PositiveSmallIntegerField(default=0)
+    actor = models.CharField(_("actor"), max_length=16, choices=Actor.choices)
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
+    operation_count = models.PositiveSmallIntegerField(_("operation count"), default=0)
     targets = models.JSONField(default=dict, blank=True)
     actions = models.JSONField(default=dict, blank=True)
-    user_characters = models.PositiveIntegerField(null=True, blank=True)
-    memory_characters = models.PositiveIntegerField(null=True, blank=True)
-    retry_count = models.PositiveSmallIntegerField(default=0)
-    duration_ms = models.PositiveIntegerField(default=0)
-    error_code = models.CharField(max_length=40, blank=True)
+    user_characters = models.PositiveIntegerField(_("user characters"), null=True, blank=True)
+    memory_characters = models.PositiveIntegerField(_("memory characters"), null=True, blank=True)
+    retry_count = models.PositiveSmallIntegerField(_("retry count"), default=0)
+    duration_ms = models.PositiveIntegerField(_("duration ms"), default=0)
+    error_code = models.CharField(_("error code"), max_length=40, blank=True)
     # The staff member who acted, for actor "staff" (the admin's erase). The
     # username is kept as written at the time, so the record survives the
     # staff account's deletion (the link then becomes NULL).
@@ -158,15 +163,19 @@ class MemoryEvent(models.Model):
     # For outcome "viewed": what kind of thing the staff member read (`Viewed`);
     # `targets` then names the document. Empty for every other event.
     viewed = models.CharField(max_length=16, choices=Viewed.choices, blank=True, default="", db_default="")
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
 
     class Meta:
         db_table = "agentmemory_event"
+        verbose_name = _("memory event")
+        verbose_name_plural = _("memory events")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "-created_at"], name="agentmemory_event_user_time")]
 
     def __str__(self):
-        return f"{self.get_outcome_display()} by {self.get_actor_display().lower()} for {self.user.get_username()}"
+        return gettext("%(outcome)s by %(actor)s for %(username)s") % {
+            "outcome": self.get_outcome_display(), "actor": str(self.get_actor_display()).lower(),
+            "username": self.user.get_username()}
 
 
 class MemoryProposal(models.Model):
@@ -183,32 +192,33 @@ class MemoryProposal(models.Model):
     """
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_proposals"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_proposals", verbose_name=_("user")
     )
     operations = models.JSONField()
     # Metadata: how many operations, for lists that must not load the text.
-    operation_count = models.PositiveSmallIntegerField(default=0)
-    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
-    turn_id = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(db_index=True)
+    operation_count = models.PositiveSmallIntegerField(_("operation count"), default=0)
+    conversation_id = models.PositiveBigIntegerField(_("conversation id"), null=True, blank=True)
+    turn_id = models.CharField(_("turn id"), max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    expires_at = models.DateTimeField(_("expires at"), db_index=True)
 
     class Meta:
         db_table = "agentmemory_proposal"
-        verbose_name = "memory proposal"
+        verbose_name = _("memory proposal")
+        verbose_name_plural = _("memory proposals")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "-created_at"], name="agentmemory_proposal_user")]
 
     def __str__(self):
-        return f"Memory proposal {self.pk} of {self.user.get_username()}"
+        return gettext("Memory proposal %(id)s of %(username)s") % {"id": self.pk, "username": self.user.get_username()}
 
 
 class ChangeKind(models.TextChoices):
     """What kind of change a version records (`MemoryVersion.kind`)."""
 
-    CHANGE = "change", "Change"
-    UNDO = "undo", "Undo"
-    RESTORE = "restore", "Restore"
+    CHANGE = "change", _("Change")
+    UNDO = "undo", _("Undo")
+    RESTORE = "restore", _("Restore")
 
 
 class MemoryVersion(models.Model):
@@ -230,23 +240,24 @@ class MemoryVersion(models.Model):
     """
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_versions"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_versions", verbose_name=_("user")
     )
-    event = models.ForeignKey(MemoryEvent, on_delete=models.CASCADE, related_name="versions")
-    memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
+    event = models.ForeignKey(MemoryEvent, on_delete=models.CASCADE, related_name="versions", verbose_name=_("event"))
+    memory_type = models.CharField(_("memory type"), max_length=16, choices=MemoryType.choices)
     before = models.TextField(blank=True)
     before_provenance = models.JSONField(null=True, blank=True)
     after = models.TextField(blank=True)
-    kind = models.CharField(max_length=16, choices=ChangeKind.choices, default=ChangeKind.CHANGE)
-    by = models.CharField(max_length=16)
-    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
-    turn_id = models.CharField(max_length=64, blank=True, default="")
-    schema_version = models.PositiveSmallIntegerField(default=SCHEMA_VERSION)
-    created_at = models.DateTimeField()
+    kind = models.CharField(_("kind"), max_length=16, choices=ChangeKind.choices, default=ChangeKind.CHANGE)
+    by = models.CharField(_("by"), max_length=16)
+    conversation_id = models.PositiveBigIntegerField(_("conversation id"), null=True, blank=True)
+    turn_id = models.CharField(_("turn id"), max_length=64, blank=True, default="")
+    schema_version = models.PositiveSmallIntegerField(_("schema version"), default=SCHEMA_VERSION)
+    created_at = models.DateTimeField(_("created at"))
 
     class Meta:
         db_table = "agentmemory_version"
-        verbose_name = "memory version"
+        verbose_name = _("memory version")
+        verbose_name_plural = _("memory versions")
         ordering = ["-id"]
         indexes = [
             models.Index(fields=["user", "-id"], name="agentmemory_version_user"),
@@ -259,7 +270,9 @@ class MemoryVersion(models.Model):
         ]
 
     def __str__(self):
-        return f"Version {self.pk} of the {self.get_memory_type_display().lower()} of {self.user.get_username()}"
+        return gettext("Version %(id)s of the %(document)s of %(username)s") % {
+            "id": self.pk, "document": str(self.get_memory_type_display()).lower(),
+            "username": self.user.get_username()}
 
     @property
     def log_label(self) -> str:
@@ -287,8 +300,8 @@ class IdempotencyKey(models.Model):
     """
 
     class State(models.TextChoices):
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys"
@@ -311,7 +324,8 @@ class IdempotencyKey(models.Model):
 
     class Meta:
         db_table = "agentmemory_idempotency_key"
-        verbose_name = "idempotency key"
+        verbose_name = _("idempotency key")
+        verbose_name_plural = _("idempotency keys")
         constraints = [
             models.UniqueConstraint(fields=["user", "key_digest"], name="agentmemory_one_record_per_key"),
             models.CheckConstraint(

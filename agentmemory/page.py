@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db import DatabaseError
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.formats import get_format
+from django.utils.translation import gettext_lazy, ngettext
 
 from . import preferences, proposals, threats, tidy, words
 from .conf import memory_settings
@@ -17,7 +19,7 @@ from .rules import FULL_PERCENT, WARN_PERCENT
 from .selectors import memory_state, page_number, recent_events, source_links
 from .store import MemoryUnavailable
 
-UNAVAILABLE = "Memory could not be read right now. Try again in a minute."
+UNAVAILABLE = gettext_lazy("Memory could not be read right now. Try again in a minute.")
 
 
 def meter_bounds(limit: int) -> dict:
@@ -61,7 +63,7 @@ def render_page(
         state = memory_state(user_id=request.user.pk)
     except MemoryUnavailable:
         state = None
-        page_error = page_error or UNAVAILABLE
+        page_error = page_error or str(UNAVAILABLE)
         status = 503 if status == 200 else status
     documents = []
     links = source_links(user_id=request.user.pk, state=state) if state is not None else {}
@@ -86,6 +88,7 @@ def render_page(
                 })
             documents.append({
                 "document": document,
+                "title": words.document_title(document.target),
                 "level": document.usage.level,
                 "meter": meter_bounds(document.usage.limit),
                 "entries": entries,
@@ -203,6 +206,7 @@ def _history_changes(history, errors: dict) -> list[dict]:
             continue
         documents = [{
             "name": words.document_name(document.target),
+            "heading": words.document_heading(document.target),
             "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
                         for entry in document.entries],
         } for document in change.documents]
@@ -218,4 +222,6 @@ def _history_changes(history, errors: dict) -> list[dict]:
 
 def _days(days: float) -> str:
     """"7 days", "1 day", "0.5 days": how long a proposal waits (the setting is a number of days)."""
-    return f"{days:g} day" + ("" if days == 1 else "s")
+    count = int(days) if days == int(days) else 2  # "0.5 days", "1.5 days": plural
+    shown = f"{days:g}".replace(".", str(get_format("DECIMAL_SEPARATOR")))
+    return ngettext("%(days)s day", "%(days)s days", count) % {"days": shown}

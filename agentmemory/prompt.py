@@ -18,6 +18,7 @@ from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length
 
 POLICY_VERSION = "v3"  # the default; AGENTMEMORY_POLICY_VERSION chooses per deployment
 POLICY_DIR = Path(__file__).resolve().parent / "policy"
+# model-facing: stays English, never translated (the memory block and policies the model reads).
 BLOCK_OPEN = "<persistent_memory_data>"
 BLOCK_CLOSE = "</persistent_memory_data>"
 STATUS_AVAILABLE = "available"

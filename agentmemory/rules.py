@@ -40,6 +40,8 @@ MAX_OPERATIONS = 20
 PREVIEW_CHARS = 80
 OPERATION_FIELDS = frozenset({"target", "action", "match", "content"})
 
+# model-facing: stays English, never translated (the prompt's memory block; the page translates its own
+# headings in `agentmemory.words.DOCUMENT_TITLES`).
 TITLES = {"user": "USER PROFILE", "memory": "AGENT MEMORY"}
 _RESERVED_TAG = re.compile(r"<\s*/?\s*persistent_memory_data\s*>", re.IGNORECASE)
 # A line that looks like a section header of the prompt's memory block
@@ -50,6 +52,8 @@ _DELIMITER_LINE = SEPARATOR.strip("\n")
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
+# model-facing: stays English, never translated (`message` is the tool reply the model reads; the
+# person reads `agentmemory.words` for its `code`).
 class MemoryValidationError(ValueError):
     """A batch broke a rule; nothing in it was applied.
 

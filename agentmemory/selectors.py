@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext_lazy
 
 from . import gate, proposals, provenance, versions, words
 from .conf import memory_settings
@@ -26,8 +27,8 @@ HISTORY_LENGTH = 25
 NEAR_FULL_PERCENT = FULL_PERCENT
 
 DESCRIPTIONS = {
-    "user": "About you: your role, preferences, expertise and how you like answers.",
-    "memory": "The assistant's notes: project facts, conventions, environment details and lessons.",
+    "user": gettext_lazy("About you: your role, preferences, expertise and how you like answers."),
+    "memory": gettext_lazy("The assistant's notes: project facts, conventions, environment details and lessons."),
 }
 
 
@@ -90,7 +91,7 @@ def memory_state(*, user_id) -> MemoryState:
         DocumentState(
             target=target,
             title=TITLES[target],
-            description=DESCRIPTIONS[target],
+            description=str(DESCRIPTIONS[target]),  # in the active language
             entries=stored.snapshot.entries(target),
             usage=usage(stored.snapshot, target, config.limits),
             created_at=stored.created_at[target],
@@ -133,7 +134,8 @@ def state_payload(state: MemoryState) -> dict:
 
 
 # The sentence beside an operation of a "Tidy up" proposal (`agentmemory.tidy`, reason "tidy").
-TIDY_WHY = "Part of the tidied version of this document: duplicates merged, wording shortened, stale entries dropped."
+TIDY_WHY = gettext_lazy(
+    "Part of the tidied version of this document: duplicates merged, wording shortened, stale entries dropped.")
 
 
 def proposal_payload(proposal) -> dict:
@@ -143,7 +145,7 @@ def proposal_payload(proposal) -> dict:
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
              "entry": op.entry, "reason": op.reason,
-             "why": gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else "")}
+             "why": str(gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else ""))}
             for op in proposal.operations
         ],
         "conversation_id": proposal.conversation_id,
@@ -203,7 +205,7 @@ def export_payload(state: MemoryState, *, exported_at: datetime, proposals=(), c
 def receipt_payload(receipt) -> dict:
     """Return an erase's receipt (`store.Erased`) as the API, the page and the audit show it: counts, never text."""
     return {"erased_at": receipt.at, "removed": dict(receipt.removed),
-            "summary": f"Erased {words.erase_receipt(receipt.removed)}."}
+            "summary": words.erase_summary(receipt.removed)}
 
 
 def person_export(*, user_id, exported_at: datetime) -> dict:

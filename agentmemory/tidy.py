@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext_lazy
 
 from . import preferences, proposals, store
 from .conf import memory_settings
@@ -81,19 +82,27 @@ INVALID_TARGET = "invalid_target"
 STATUS = {NOT_OFFERED: 404, MEMORY_OFF: 409, NOTHING_TO_TIDY: 409, MODEL_FAILED: 503, UNUSABLE: 422,
           TOO_LARGE: 422, REFUSED: 422, TOO_MANY: 422, INVALID_TARGET: 400}
 
+# What a person reads when Tidy up proposes nothing (translatable; `TidyFailed.message` is a str). The model never
+# reads these.
 MESSAGES = {
-    NOT_OFFERED: "Tidy up is not available on this site.",
-    MEMORY_OFF: "Memory is off, so the assistant does not read it to tidy it up. Turn memory on to use Tidy up.",
-    NOTHING_TO_TIDY: "There is nothing to tidy up here: the assistant found nothing to merge, shorten or drop.",
-    MODEL_FAILED: "The assistant could not answer just now, so nothing was proposed. Try again in a minute.",
-    UNUSABLE: ("The assistant's tidied version could not be used (it did not say which entries each line came "
+    NOT_OFFERED: gettext_lazy("Tidy up is not available on this site."),
+    MEMORY_OFF: gettext_lazy(
+        "Memory is off, so the assistant does not read it to tidy it up. Turn memory on to use Tidy up."),
+    NOTHING_TO_TIDY: gettext_lazy(
+        "There is nothing to tidy up here: the assistant found nothing to merge, shorten or drop."),
+    MODEL_FAILED: gettext_lazy(
+        "The assistant could not answer just now, so nothing was proposed. Try again in a minute."),
+    UNUSABLE: gettext_lazy(
+        "The assistant's tidied version could not be used (it did not say which entries each line came "
                "from, or it added something new), so nothing was proposed. Try again."),
-    TOO_LARGE: "The assistant's tidied version would not fit in the space this memory has, so nothing was proposed.",
-    REFUSED: ("The assistant's tidied version held something memory never keeps (such as a password or an "
+    TOO_LARGE: gettext_lazy(
+        "The assistant's tidied version would not fit in the space this memory has, so nothing was proposed."),
+    REFUSED: gettext_lazy("The assistant's tidied version held something memory never keeps (such as a password or an "
               "instruction to the assistant), so nothing was proposed."),
-    TOO_MANY: ("The assistant's tidied version would change too many entries at once to save in one go, so nothing "
+    TOO_MANY: gettext_lazy(
+        "The assistant's tidied version would change too many entries at once to save in one go, so nothing "
                "was proposed. Remove a few entries yourself, then try again."),
-    INVALID_TARGET: "Choose what to tidy up: your profile or your notes.",
+    INVALID_TARGET: gettext_lazy("Choose what to tidy up: your profile or your notes."),
 }
 
 
@@ -102,7 +111,7 @@ class TidyFailed(Exception):
 
     def __init__(self, code: str) -> None:
         self.code = code
-        self.message = MESSAGES[code]
+        self.message = str(MESSAGES[code])  # in the active language
         self.status = STATUS[code]
         super().__init__(code)
 

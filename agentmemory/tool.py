@@ -199,6 +199,7 @@ def staged_operations() -> list[Operation]:
 
 
 # What the model reads when the gate refuses to stage an operation (`gate.refusal`): code, sentence.
+# model-facing: stays English, never translated (the model reads these refusals, not a person).
 _GATE_REFUSALS = {
     gate.SECRET_SEEN: (
         "threat_secret",

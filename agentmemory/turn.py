@@ -72,6 +72,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from django.utils.translation import gettext_lazy
+
 from . import gate, idempotency, notify, preferences, proposals, store, tidy
 from .conf import memory_settings
 from .prompt import compile_memory_prompt
@@ -95,52 +97,56 @@ STATUS_DISABLED = "disabled"
 STATUS_AVAILABLE = "available"
 STATUS_UNAVAILABLE = "unavailable"
 
-# What the person reads for each status; `CODE_MESSAGES` refines it by code.
+# What the person reads for each status; `CODE_MESSAGES` refines it by code. People-facing, so translatable
+# (lazy: `MemoryOutcome.message` returns it as a plain str for JSON). The model never reads these.
 OUTCOME_MESSAGES = {
-    COMMITTED: "Memory saved.",
-    PROPOSED: "The assistant proposed a memory change; nothing is saved until you choose Save.",
-    NOTHING_TO_COMMIT: "No memory change in this turn.",
-    UNAVAILABLE: "Memory could not be read this turn: the answer was given without it and nothing was saved.",
-    DISABLED: "Memory is off for this chat.",
-    DISCARDED: "The turn did not complete, so its memory changes were discarded; nothing was saved.",
-    REJECTED: (
+    COMMITTED: gettext_lazy("Memory saved."),
+    PROPOSED: gettext_lazy("The assistant proposed a memory change; nothing is saved until you choose Save."),
+    NOTHING_TO_COMMIT: gettext_lazy("No memory change in this turn."),
+    UNAVAILABLE: gettext_lazy(
+        "Memory could not be read this turn: the answer was given without it and nothing was saved."),
+    DISABLED: gettext_lazy("Memory is off for this chat."),
+    DISCARDED: gettext_lazy("The turn did not complete, so its memory changes were discarded; nothing was saved."),
+    REJECTED: gettext_lazy(
         "The answer stands, but the memory change was not saved: it no longer fits your memory as "
         "it is now. Ask again to retry."
     ),
-    UNCONFIRMED: "We could not confirm whether this was saved; your memory page shows what is stored.",
+    UNCONFIRMED: gettext_lazy("We could not confirm whether this was saved; your memory page shows what is stored."),
 }
 CODE_MESSAGES = {
-    "unchanged": "Memory already held this; nothing changed.",
-    "not_announced": (
+    "unchanged": gettext_lazy("Memory already held this; nothing changed."),
+    "not_announced": gettext_lazy(
         "Memory saved, but your other open pages were not told (live updates are unavailable); "
         "reload them to see it."
     ),
-    "conflict": (
+    "conflict": gettext_lazy(
         "Your memory changed while this reply was being written, so this change was not saved. "
         "Look at your memory page, then ask again if it is still needed."
     ),
-    "commit_failed": "The answer stands, but memory could not be saved (a database error). Try again later.",
-    "connection_lost": (
+    "commit_failed": gettext_lazy(
+        "The answer stands, but memory could not be saved (a database error). Try again later."),
+    "connection_lost": gettext_lazy(
         "The answer stands, but the connection to the database broke while saving, and nothing was saved. "
         "Ask again to save it."
     ),
-    "memory_busy": "The answer stands, but memory was busy and this change was not saved. Try again in a moment.",
-    "cancelled": "The turn was stopped before its memory change was saved; nothing was saved.",
-    "account_closed": "Your account was closed or deactivated during this reply; nothing was saved.",
-    "session_ended": "You were signed out during this reply, so its memory change was not saved.",
-    "memory_off": "Memory is off in your settings: this chat did not use or change it.",
-    "temporary": "Temporary chat: memory was not used or changed, and this chat is not kept.",
-    "switched_off": "Memory was turned off during this reply, so its change was not saved.",
-    "asked": (
+    "memory_busy": gettext_lazy(
+        "The answer stands, but memory was busy and this change was not saved. Try again in a moment."),
+    "cancelled": gettext_lazy("The turn was stopped before its memory change was saved; nothing was saved."),
+    "account_closed": gettext_lazy("Your account was closed or deactivated during this reply; nothing was saved."),
+    "session_ended": gettext_lazy("You were signed out during this reply, so its memory change was not saved."),
+    "memory_off": gettext_lazy("Memory is off in your settings: this chat did not use or change it."),
+    "temporary": gettext_lazy("Temporary chat: memory was not used or changed, and this chat is not kept."),
+    "switched_off": gettext_lazy("Memory was turned off during this reply, so its change was not saved."),
+    "asked": gettext_lazy(
         "Nothing was saved yet: the assistant suggested remembering something that may not last or that you "
         "did not ask to change. It is shown under the answer: choose Save to keep it, or Discard."
     ),
-    "partly_asked": (
+    "partly_asked": gettext_lazy(
         "Memory saved, except a suggestion shown under the answer that may not last or that you did not ask "
         "to change: choose Save to keep it too, or Discard."
     ),
-    "erased": "Your memory was erased while this reply was being written, so nothing from it was saved.",
-    "over_capacity": (
+    "erased": gettext_lazy("Your memory was erased while this reply was being written, so nothing from it was saved."),
+    "over_capacity": gettext_lazy(
         "The answer stands, but the memory change was not saved: your memory is full. "
         "Review what it keeps on your memory page."
     ),
@@ -162,7 +168,8 @@ class MemoryOutcome:
 
     @property
     def message(self) -> str:
-        return CODE_MESSAGES.get(self.code) or OUTCOME_MESSAGES[self.status]
+        # In the active language, as a plain str (it goes into JSON: channel frames, REST responses).
+        return str(CODE_MESSAGES.get(self.code) or OUTCOME_MESSAGES[self.status])
 
     @property
     def saved(self) -> bool:

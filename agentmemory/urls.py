@@ -1,11 +1,14 @@
 """Routes of the memory page and the memory API; none takes a person's id."""
 from django.urls import path
+from django.views.i18n import JavaScriptCatalog
 
 from . import api, views
 
 app_name = "agentmemory"
 urlpatterns = [
     path("memory/", views.memory_page, name="page"),
+    # The memory page script's words (memory.js: gettext, interpolate), in the request's language.
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["agentmemory"]), name="jsi18n"),
     path("memory/add/", views.add_entry, name="add"),
     path("memory/correct/", views.correct_entry, name="correct"),
     path("memory/remove/", views.remove_entry, name="remove"),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.contrib.auth import logout
@@ -35,6 +35,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
@@ -50,9 +52,12 @@ from .selectors import memory_state, person_export, receipt_payload
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable, UnknownUser
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 logger = logging.getLogger(__name__)
 
-NOT_SAVED = "The change could not be saved because the database did not answer. Try again in a minute."
+NOT_SAVED = gettext_lazy("The change could not be saved because the database did not answer. Try again in a minute.")
 
 
 # What a failed form post leaves for the page it redirects to (Post/Redirect/Get):
@@ -76,7 +81,7 @@ def answers_account_gone(view):
             logger.info("memory page write for an account that no longer exists")
             logout(request)
             if wants_json(request):
-                return JsonResponse({"ok": False, "message": words.ACCOUNT_GONE}, status=410)
+                return JsonResponse({"ok": False, "message": str(words.ACCOUNT_GONE)}, status=410)
             return render(request, "agentmemory/account_gone.html", {"message": words.ACCOUNT_GONE}, status=410)
 
     return wrapper
@@ -142,8 +147,8 @@ def add_entry(request: HttpRequest) -> HttpResponse:
     return _change(
         request,
         lambda: services.add_entry(user_id=request.user.pk, target=target, content=form.cleaned_data["content"]),
-        done="Added.",
-        unchanged="That entry is already stored; nothing changed.",
+        done=_("Added."),
+        unchanged=_("That entry is already stored; nothing changed."),
         error_key=("add", target),
         draft=form.cleaned_data["content"],
     )
@@ -161,8 +166,8 @@ def correct_entry(request: HttpRequest) -> HttpResponse:
         lambda: services.correct_entry(
             user_id=request.user.pk, target=data["target"], entry=data["entry"], content=data["content"]
         ),
-        done="Corrected.",
-        unchanged="The entry already says that; nothing changed.",
+        done=_("Corrected."),
+        unchanged=_("The entry already says that; nothing changed."),
         error_key=key,
         draft=data["content"],
     )
@@ -178,8 +183,8 @@ def remove_entry(request: HttpRequest) -> HttpResponse:
     return _change(
         request,
         lambda: services.remove_entry(user_id=request.user.pk, target=data["target"], entry=data["entry"]),
-        done="Removed.",
-        unchanged="Nothing changed.",
+        done=_("Removed."),
+        unchanged=_("Nothing changed."),
         error_key=key,
     )
 
@@ -189,7 +194,7 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
     """The person's "Use memory in chats" switch, as a form (the API has the same as JSON)."""
     value = request.POST.get("use_memory", "")
     if value not in ("0", "1"):
-        return _failed(request, "Choose whether the assistant uses memory: on or off.", status=400)
+        return _failed(request, _("Choose whether the assistant uses memory: on or off."), status=400)
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429)
     use_memory = value == "1"
@@ -198,7 +203,7 @@ def memory_switch(request: HttpRequest) -> HttpResponse:
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory switch change failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503)
-    message = SWITCH_ON if use_memory else SWITCH_OFF
+    message = str(SWITCH_ON if use_memory else SWITCH_OFF)
     if wants_json(request):
         return JsonResponse({
             "ok": True, "message": message, "use_memory": use_memory,
@@ -218,7 +223,8 @@ def save_mode(request: HttpRequest) -> HttpResponse:
     """The person's "Save changes" setting: save automatically, or ask before saving (the API's save_mode)."""
     value = request.POST.get("save_mode", "")
     if value not in preferences.SAVE_MODES:
-        return _failed(request, "Choose whether the assistant saves changes itself or asks you first.", status=400)
+        return _failed(request, _("Choose whether the assistant saves changes itself or asks you first."),
+                       status=400)
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429)
     try:
@@ -226,19 +232,21 @@ def save_mode(request: HttpRequest) -> HttpResponse:
     except (MemoryUnavailable, DatabaseError):
         logger.warning("save mode change failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503)
-    message = SAVE_ASK if value == "ask" else SAVE_AUTO
+    message = str(SAVE_ASK if value == "ask" else SAVE_AUTO)
     if wants_json(request):
         return JsonResponse({"ok": True, "message": message, "save_mode": value})
     messages.success(request, message)
     return redirect("agentmemory:page")
 
 
-SAVE_AUTO = "Changes are saved automatically: the assistant saves a memory change when its reply completes."
-SAVE_ASK = ("The assistant now asks before saving: each change it proposes waits for you under "
-            "\u201cWaiting for you\u201d and in the chat.")
-PROPOSAL_SAVED = "Saved to your memory."
-PROPOSAL_UNCHANGED = "Saved; your memory already held this, so nothing changed."
-PROPOSAL_DISCARDED = "Discarded; nothing was saved."
+# What a person reads after a post (translatable; lazy, so pass through str() before JSON or the session).
+SAVE_AUTO = gettext_lazy(
+    "Changes are saved automatically: the assistant saves a memory change when its reply completes.")
+SAVE_ASK = gettext_lazy("The assistant now asks before saving: each change it proposes waits for you under "
+                        "“Waiting for you” and in the chat.")
+PROPOSAL_SAVED = gettext_lazy("Saved to your memory.")
+PROPOSAL_UNCHANGED = gettext_lazy("Saved; your memory already held this, so nothing changed.")
+PROPOSAL_DISCARDED = gettext_lazy("Discarded; nothing was saved.")
 
 
 @form_post
@@ -274,7 +282,7 @@ def save_proposal(request: HttpRequest, pk: int) -> HttpResponse:
     except (MemoryUnavailable, DatabaseError):
         logger.warning("proposal save failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503, key=key, drafts=drafts)
-    message = PROPOSAL_SAVED if result.changed else PROPOSAL_UNCHANGED
+    message = str(PROPOSAL_SAVED if result.changed else PROPOSAL_UNCHANGED)
     if wants_json(request):
         return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message})
     messages.success(request, message)
@@ -294,14 +302,19 @@ def discard_proposal(request: HttpRequest, pk: int) -> HttpResponse:
         logger.warning("proposal discard failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503, key=("proposal", pk))
     if wants_json(request):
-        return JsonResponse({"ok": True, "message": PROPOSAL_DISCARDED})
+        return JsonResponse({"ok": True, "message": str(PROPOSAL_DISCARDED)})
     messages.success(request, PROPOSAL_DISCARDED)
     return redirect(reverse("agentmemory:page") + "#proposals")
 
 
-TIDY_PROPOSED = ("The assistant proposed a tidier version of {document}. Review it under \u201cWaiting for you\u201d: "
-                 "nothing changes until you choose Save.")
-TIDY_THROTTLED = "Too many requests to tidy up in a short time; nothing was proposed. Wait a minute and try again."
+TIDY_PROPOSED = {
+    "user": gettext_lazy("The assistant proposed a tidier version of your profile. Review it under "
+                         "“Waiting for you”: nothing changes until you choose Save."),
+    "memory": gettext_lazy("The assistant proposed a tidier version of your notes. Review it under "
+                           "“Waiting for you”: nothing changes until you choose Save."),
+}
+TIDY_THROTTLED = gettext_lazy(
+    "Too many requests to tidy up in a short time; nothing was proposed. Wait a minute and try again.")
 
 
 @form_post
@@ -323,19 +336,20 @@ def tidy_up(request: HttpRequest) -> HttpResponse:
     except (MemoryUnavailable, DatabaseError):
         logger.warning("tidy up failed: memory unavailable", extra={"user_id": request.user.pk})
         return _failed(request, UNAVAILABLE_NOW, status=503)
-    message = TIDY_PROPOSED.format(document=words.document_name(target))
+    message = str(TIDY_PROPOSED[target])
     if wants_json(request):
         return JsonResponse({"ok": True, "message": message, "proposal_id": proposal_id})
     messages.success(request, message)
     return redirect(reverse("agentmemory:page") + f"#proposal-{proposal_id}")
 
 
-UNAVAILABLE_NOW = "Memory could not be read right now, so nothing was proposed. Try again in a minute."
+UNAVAILABLE_NOW = gettext_lazy(
+    "Memory could not be read right now, so nothing was proposed. Try again in a minute.")
 
 
-SWITCH_ON = "Memory is on: the assistant reads and updates your memory in chats."
-SWITCH_OFF = ("Memory is off: your chats neither read nor change your memory. "
-              "What is stored stays here until you remove it.")
+SWITCH_ON = gettext_lazy("Memory is on: the assistant reads and updates your memory in chats.")
+SWITCH_OFF = gettext_lazy("Memory is off: your chats neither read nor change your memory. "
+                          "What is stored stays here until you remove it.")
 
 
 @login_required
@@ -359,8 +373,9 @@ def erase(request: HttpRequest) -> HttpResponse:
         logger.warning("memory erase failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503)
     at = timezone.localtime(receipt.at)
-    messages.success(request, f"{receipt_payload(receipt)['summary']} Receipt: erased on "
-                              f"{date_format(at, 'j M Y')} at {date_format(at, 'H:i:s T')}; your History keeps it.")
+    messages.success(request, _("%(summary)s Receipt: erased on %(date)s at %(time)s; your History keeps it.") % {
+        "summary": receipt_payload(receipt)["summary"], "date": date_format(at, _("j M Y")),
+        "time": date_format(at, "H:i:s T")})
     return redirect("agentmemory:page")
 
 
@@ -371,7 +386,7 @@ def export(request: HttpRequest) -> HttpResponse:
     try:
         payload = person_export(user_id=request.user.pk, exported_at=now)
     except MemoryUnavailable:
-        return render_page(request, page_error=UNAVAILABLE, status=503)
+        return render_page(request, page_error=str(UNAVAILABLE), status=503)
     # The API's serializer and renderer, so both downloads are the same document.
     body = JSONRenderer().render(ExportSerializer(payload).data, renderer_context={"indent": 2})
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
@@ -399,7 +414,7 @@ def _change(request, commit, *, done: str, unchanged: str, error_key: tuple, dra
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory page change failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503, key=error_key, draft=draft)
-    message = done if result.changed else unchanged
+    message = str(done if result.changed else unchanged)
     if wants_json(request):
         return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message})
     messages.success(request, message)
@@ -427,7 +442,7 @@ def _not_known_saved(request, exc: Exception, *, key: tuple = (), draft: str | N
     unconfirmed = isinstance(exc, store.CommitUnconfirmed)
     logger.warning("memory page change %s after its connection failed",
                    "unconfirmed" if unconfirmed else "confirmed not stored", extra={"user_id": request.user.pk})
-    message = words.COMMIT_UNCONFIRMED if unconfirmed else words.COMMIT_NOT_STORED
+    message = str(words.COMMIT_UNCONFIRMED if unconfirmed else words.COMMIT_NOT_STORED)
     if wants_json(request):
         code = "unconfirmed" if unconfirmed else "connection_lost"
         return JsonResponse({"ok": False, "message": message, "code": code}, status=503)
@@ -438,7 +453,7 @@ def _not_known_saved(request, exc: Exception, *, key: tuple = (), draft: str | N
     return _failed(request, message, status=503, key=key, draft=draft, drafts=drafts)
 
 
-def _failed(request, message: str, *, status: int, key: tuple = (), draft: str | None = None,
+def _failed(request, message: StrOrPromise, *, status: int, key: tuple = (), draft: str | None = None,
             drafts: dict | None = None) -> HttpResponse:
     """Answer a post that changed nothing.
 
@@ -446,7 +461,9 @@ def _failed(request, message: str, *, status: int, key: tuple = (), draft: str |
     and shows the sentence beside the field. A plain form post is redirected
     back to the page (Post/Redirect/Get), which then shows the sentence
     beside the field with the draft kept, so reloading never posts again.
+    The sentence is taken in the active language, as a str (JSON and the session store no lazy text).
     """
+    message = str(message)
     if wants_json(request):
         return JsonResponse({"ok": False, "message": message}, status=status)
     flash: dict = {}
@@ -479,7 +496,7 @@ def _throttle_allows(request) -> bool:
 
 
 def _throttled_message() -> str:
-    return "Too many memory changes in a short time; nothing was saved. Wait a minute and try again."
+    return _("Too many memory changes in a short time; nothing was saved. Wait a minute and try again.")
 
 
 @form_post
@@ -510,7 +527,7 @@ def _change_action(request, pk: int, action, name: str) -> HttpResponse:
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory %s failed", name, extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503, key=key)
-    message = (words.UNDONE if name == "undo" else words.RESTORED) if result.changed else words.NOTHING_CHANGED
+    message = str((words.UNDONE if name == "undo" else words.RESTORED) if result.changed else words.NOTHING_CHANGED)
     if wants_json(request):
         return JsonResponse({"ok": True, "changed": bool(result.changed), "message": message,
                              "change_id": result.change_id})

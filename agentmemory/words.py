@@ -11,6 +11,14 @@ words for people and are never shown here.
 
 Nothing here receives or returns memory content: only codes, targets, counts
 and limits.
+
+Everything here is translatable (`gettext_lazy` in the tables, `gettext` /
+`ngettext` at call time; agentmemory/locale/ ships German). The functions
+return plain `str` in the active language, so their result can go into JSON
+(a DRF response, a channel frame, the session) as it is. The tables are lazy:
+pass one through `str()` before it reaches `json.dumps`. Sentences with a
+document in them are whole sentences per document, because other languages
+inflect "your profile" differently after each preposition.
 """
 from __future__ import annotations
 
@@ -18,140 +26,167 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from django.utils import timezone
-from django.utils.formats import date_format
+from django.utils.formats import date_format, number_format
+from django.utils.text import capfirst, get_text_list
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext, pgettext_lazy
 
 from . import threats
 from .turn import CODE_MESSAGES, DISCARDED, OUTCOME_MESSAGES, UNCONFIRMED
 
 # The two documents as the person knows them (the page's headings are the
 # prompt's titles; the chat's usage line says "Profile" and "Notes").
-DOCUMENTS = {"user": "your profile", "memory": "your notes"}
+DOCUMENTS = {"user": gettext_lazy("your profile"), "memory": gettext_lazy("your notes")}
+# The page's heading of each document (the prompt's own titles stay English for the model).
+DOCUMENT_TITLES = {"user": gettext_lazy("USER PROFILE"), "memory": gettext_lazy("AGENT MEMORY")}
+# Where a change in History happened: "In your profile:".
+_DOCUMENT_HEADINGS = {"user": gettext_lazy("In your profile:"), "memory": gettext_lazy("In your notes:")}
 
 # Who acted, as the owner reads it in History.
-ACTORS = {"agent": "Assistant", "user": "You", "staff": "Support staff", "system": "System"}
+ACTORS = {"agent": gettext_lazy("Assistant"), "user": gettext_lazy("You"), "staff": gettext_lazy("Support staff"),
+          "system": gettext_lazy("System")}
 
 # `MemoryEvent.outcome`, in a word or two.
 OUTCOMES = {
-    "committed": "Saved",
-    "unchanged": "Nothing changed",
-    "rejected": "Not saved",
-    "cancelled": "Stopped",
-    "failed": "Not saved",
-    "discarded": "Not saved",
-    "erased": "Erased",
-    "memory_on": "Setting changed",
-    "memory_off": "Setting changed",
-    "ask_first": "Setting changed",
-    "auto_save": "Setting changed",
-    "proposed": "Proposed",
-    "viewed": "Viewed",
+    "committed": gettext_lazy("Saved"),
+    "unchanged": gettext_lazy("Nothing changed"),
+    "rejected": gettext_lazy("Not saved"),
+    "cancelled": gettext_lazy("Stopped"),
+    "failed": gettext_lazy("Not saved"),
+    "discarded": gettext_lazy("Not saved"),
+    "erased": gettext_lazy("Erased"),
+    "memory_on": gettext_lazy("Setting changed"),
+    "memory_off": gettext_lazy("Setting changed"),
+    "ask_first": gettext_lazy("Setting changed"),
+    "auto_save": gettext_lazy("Setting changed"),
+    "proposed": gettext_lazy("Proposed"),
+    "viewed": gettext_lazy("Viewed"),
 }
 
 # The switch's events: what changed, in History.
 _SWITCH_CHANGES = {
-    "memory_on": "Turned on “Use memory in chats”",
-    "memory_off": "Turned off “Use memory in chats”: chats neither use nor change memory",
-    "ask_first": "Chose “Ask me before saving”: the assistant proposes changes for you to save",
-    "auto_save": "Chose “Save automatically”: the assistant saves changes when its reply completes",
+    "memory_on": gettext_lazy("Turned on “Use memory in chats”"),
+    "memory_off": gettext_lazy("Turned off “Use memory in chats”: chats neither use nor change memory"),
+    "ask_first": gettext_lazy("Chose “Ask me before saving”: the assistant proposes changes for you to save"),
+    "auto_save": gettext_lazy("Chose “Save automatically”: the assistant saves changes when its reply completes"),
 }
 
 # A staff member's read in the admin (outcome "viewed"), by what it showed
 # (`MemoryEvent.viewed`): as the person reads it in History, and as the admin lists it.
 _VIEWED = {
-    "memory": "Support staff viewed your memory",
-    "proposal": "Support staff viewed a change the assistant proposed to your memory",
-    "conversation": "Support staff viewed one of your conversations",
-    "search": "Support staff searched conversations, and yours were among the results",
-    "version": "Support staff viewed an earlier version of your memory",
+    "memory": gettext_lazy("Support staff viewed your memory"),
+    "proposal": gettext_lazy("Support staff viewed a change the assistant proposed to your memory"),
+    "conversation": gettext_lazy("Support staff viewed one of your conversations"),
+    "search": gettext_lazy("Support staff searched conversations, and yours were among the results"),
+    "version": gettext_lazy("Support staff viewed an earlier version of your memory"),
 }
 _VIEWED_FOR_STAFF = {
-    "memory": "Viewed the memory",
-    "proposal": "Viewed a proposed change",
-    "conversation": "Viewed a conversation",
-    "search": "Searched conversations; this person's were among the results",
-    "version": "Viewed an earlier version of the memory",
+    "memory": gettext_lazy("Viewed the memory"),
+    "proposal": gettext_lazy("Viewed a proposed change"),
+    "conversation": gettext_lazy("Viewed a conversation"),
+    "search": gettext_lazy("Searched conversations; this person's were among the results"),
+    "version": gettext_lazy("Viewed an earlier version of the memory"),
+}
+# Which documents a staff read showed, in parentheses: as the owner reads it, and as the admin lists it.
+_VIEWED_WHERE = {
+    ("user",): gettext_lazy("your profile"),
+    ("memory",): gettext_lazy("your notes"),
+    ("user", "memory"): gettext_lazy("your profile and your notes"),
+}
+_VIEWED_WHERE_FOR_STAFF = {
+    ("user",): gettext_lazy("the profile"),
+    ("memory",): gettext_lazy("the notes"),
+    ("user", "memory"): gettext_lazy("the profile and the notes"),
 }
 
-# Past tense when it happened, infinitive when it did not; and the preposition.
-_ACTIONS = {
-    "add": ("Added", "add", "to"),
-    "replace": ("Corrected", "correct", "in"),
-    "remove": ("Removed", "remove", "from"),
-}
+# The actions an event counts, in the order History names them.
+_ACTIONS = ("add", "replace", "remove")
 
 # How the page names a threat category: "it looks like ...".
 THREAT_LABELS = {
-    threats.PROMPT_INJECTION: "an instruction to the assistant (prompt injection)",
-    threats.ROLE_HIJACK: "an attempt to change the assistant's role",
-    "command_and_control": "an instruction to contact or obey an outside server",
-    "hidden_content": "hidden text meant for the assistant",
-    threats.EXFILTRATION: "a request to send data somewhere",
-    threats.PERSISTENCE: "a change to login keys or agent settings",
-    threats.SECRET: "a password, token or key",
-    threats.INVISIBLE_UNICODE: "text with invisible or direction-changing characters",
-    threats.OVERSIZED: "text too long to check",
+    threats.PROMPT_INJECTION: gettext_lazy("an instruction to the assistant (prompt injection)"),
+    threats.ROLE_HIJACK: gettext_lazy("an attempt to change the assistant's role"),
+    "command_and_control": gettext_lazy("an instruction to contact or obey an outside server"),
+    "hidden_content": gettext_lazy("hidden text meant for the assistant"),
+    threats.EXFILTRATION: gettext_lazy("a request to send data somewhere"),
+    threats.PERSISTENCE: gettext_lazy("a change to login keys or agent settings"),
+    threats.SECRET: gettext_lazy("a password, token or key"),
+    threats.INVISIBLE_UNICODE: gettext_lazy("text with invisible or direction-changing characters"),
+    threats.OVERSIZED: gettext_lazy("text too long to check"),
 }
 
-_CHANGED_ON_PAGE = (
+_CHANGED_ON_PAGE = gettext_lazy(
     "This entry was changed or removed since the page was loaded; nothing was saved. "
     "Reload the page to see the current memory."
 )
+_TOO_MANY_AT_ONCE = gettext_lazy("Too many changes at once; nothing was saved. Make fewer changes at a time.")
+_WRITE_THE_FACT = gettext_lazy("Write the fact itself before saving.")
 
 # A rule's code as the person who typed the text reads it (memory page forms).
 RULE_MESSAGES = {
-    "invalid_content": "Write the fact itself before saving.",
-    "empty_entry": "Write the fact itself before saving.",
-    "add_without_content": "Write the fact itself before saving.",
-    "incomplete_entry": "Write the whole fact before saving.",
-    "delimiter_in_entry": (
-        "An entry cannot have a line with only \u201c\u00a7\u201d on it. Save each fact as its own entry."
+    "invalid_content": _WRITE_THE_FACT,
+    "empty_entry": _WRITE_THE_FACT,
+    "add_without_content": _WRITE_THE_FACT,
+    "incomplete_entry": gettext_lazy("Write the whole fact before saving."),
+    "delimiter_in_entry": gettext_lazy(
+        "An entry cannot have a line with only “§” on it. Save each fact as its own entry."
     ),
-    "control_character": "The text has an invisible control character. Type it again as plain text.",
-    "reserved_tag": "The text has a tag that only the assistant's memory block may use. Remove the tag.",
-    "reserved_header": "A line looks like a heading of the assistant's memory (such as \u201cUSER PROFILE\u201d). "
-                       "Write the fact without it.",
-    "replace_duplicate": "Another entry already says exactly this. Remove this entry instead.",
+    "control_character": gettext_lazy(
+        "The text has an invisible control character. Type it again as plain text."),
+    "reserved_tag": gettext_lazy(
+        "The text has a tag that only the assistant's memory block may use. Remove the tag."),
+    "reserved_header": gettext_lazy(
+        "A line looks like a heading of the assistant's memory (such as “USER PROFILE”). "
+        "Write the fact without it."),
+    "replace_duplicate": gettext_lazy("Another entry already says exactly this. Remove this entry instead."),
     "entry_changed": _CHANGED_ON_PAGE,
     "conflict": _CHANGED_ON_PAGE,
     "no_match": _CHANGED_ON_PAGE,
     "ambiguous_match": _CHANGED_ON_PAGE,
-    "batch_size": "Too many changes at once; nothing was saved. Make fewer changes at a time.",
-    "turn_budget": "Too many changes at once; nothing was saved. Make fewer changes at a time.",
+    "batch_size": _TOO_MANY_AT_ONCE,
+    "turn_budget": _TOO_MANY_AT_ONCE,
 }
-RULE_FALLBACK = "This change could not be saved; nothing was changed. Check the text and try again."
+RULE_FALLBACK = gettext_lazy(
+    "This change could not be saved; nothing was changed. Check the text and try again.")
+
+_ON_OUR_SIDE = gettext_lazy("Something went wrong on our side, so the memory change was not saved.")
+_TOO_MANY_SO = gettext_lazy("Too many changes at once, so nothing was saved.")
 
 # Why an event did not save, as its owner reads it in History.
 REASONS = {
     # a chat turn that did not complete (the reason its staged change was dropped)
     "cancelled": CODE_MESSAGES["cancelled"],
-    "model_failed_after_staging": "The assistant failed before finishing its answer, so its memory change "
-                                  "was not saved.",
-    "model_incomplete": "The answer was cut off before it finished, so its memory change was not saved.",
-    "model_error": "The assistant could not answer, so its memory change was not saved.",
-    "model_unreachable": "The assistant could not be reached, so its memory change was not saved.",
-    "model_empty": "The assistant gave no answer, so its memory change was not saved.",
-    "turn_timeout": "The answer took too long and was stopped, so its memory change was not saved.",
-    "turn_error": "Something went wrong on our side, so the memory change was not saved.",
-    "internal_error": "Something went wrong on our side, so the memory change was not saved.",
+    "model_failed_after_staging": gettext_lazy(
+        "The assistant failed before finishing its answer, so its memory change was not saved."),
+    "model_incomplete": gettext_lazy(
+        "The answer was cut off before it finished, so its memory change was not saved."),
+    "model_error": gettext_lazy("The assistant could not answer, so its memory change was not saved."),
+    "model_unreachable": gettext_lazy("The assistant could not be reached, so its memory change was not saved."),
+    "model_empty": gettext_lazy("The assistant gave no answer, so its memory change was not saved."),
+    "turn_timeout": gettext_lazy(
+        "The answer took too long and was stopped, so its memory change was not saved."),
+    "turn_error": _ON_OUR_SIDE,
+    "internal_error": _ON_OUR_SIDE,
     # a commit that did not go through
     "conflict": CODE_MESSAGES["conflict"],
-    "database_error": "The database did not answer, so nothing was saved.",
+    "database_error": gettext_lazy("The database did not answer, so nothing was saved."),
     "memory_busy": CODE_MESSAGES["memory_busy"],
     "account_closed": CODE_MESSAGES["account_closed"],
     "session_ended": CODE_MESSAGES["session_ended"],
     "switched_off": CODE_MESSAGES["switched_off"],
-    "proposal_discarded": "You discarded this proposed change, so nothing was saved.",
+    "proposal_discarded": gettext_lazy("You discarded this proposed change, so nothing was saved."),
     "commit_failed": CODE_MESSAGES["commit_failed"],
-    "entry_changed": "The entry had changed since the page was loaded, so nothing was saved.",
-    "no_match": "The entry to change was no longer there, so nothing was saved.",
-    "ambiguous_match": "It was not clear which entry to change, so nothing was saved.",
-    "over_capacity": "It did not fit: memory would have gone over its limit, so nothing was saved.",
-    "replace_duplicate": "Another entry already said the same, so nothing was saved.",
-    "batch_size": "Too many changes at once, so nothing was saved.",
-    "turn_budget": "Too many changes at once, so nothing was saved.",
+    "entry_changed": gettext_lazy("The entry had changed since the page was loaded, so nothing was saved."),
+    "no_match": gettext_lazy("The entry to change was no longer there, so nothing was saved."),
+    "ambiguous_match": gettext_lazy("It was not clear which entry to change, so nothing was saved."),
+    "over_capacity": gettext_lazy(
+        "It did not fit: memory would have gone over its limit, so nothing was saved."),
+    "replace_duplicate": gettext_lazy("Another entry already said the same, so nothing was saved."),
+    "batch_size": _TOO_MANY_SO,
+    "turn_budget": _TOO_MANY_SO,
 }
-REJECTED_FALLBACK = "The change broke one of memory's rules, so nothing was saved."
-FAILED_FALLBACK = "Something went wrong while saving, so nothing was saved."
+REJECTED_FALLBACK = gettext_lazy("The change broke one of memory's rules, so nothing was saved.")
+FAILED_FALLBACK = gettext_lazy("Something went wrong while saving, so nothing was saved.")
 
 # Outcomes that say enough without a reason.
 _OUTCOME_REASONS = {
@@ -160,20 +195,35 @@ _OUTCOME_REASONS = {
 }
 
 
+def number(value: int) -> str:
+    """A count or a limit as the active language groups its digits ("8,000"; German "8.000")."""
+    return number_format(value, force_grouping=True)
+
+
 def document_name(target: str | None) -> str:
-    return DOCUMENTS.get(target or "", "your memory")
+    return str(DOCUMENTS.get(target or "", gettext_lazy("your memory")))
+
+
+def document_title(target: str) -> str:
+    """The page's heading of a document ("USER PROFILE"), in the active language."""
+    return str(DOCUMENT_TITLES.get(target, target))
+
+
+def document_heading(target: str | None) -> str:
+    """Where a change happened, as History heads it: "In your profile:"."""
+    return str(_DOCUMENT_HEADINGS.get(target or "", gettext_lazy("In your memory:")))
 
 
 def actor_name(actor: str) -> str:
-    return ACTORS.get(actor, "System")
+    return str(ACTORS.get(actor, ACTORS["system"]))
 
 
 def outcome_name(outcome: str) -> str:
-    return OUTCOMES.get(outcome, "Not saved")
+    return str(OUTCOMES.get(outcome, OUTCOMES["rejected"]))
 
 
 def threat_label(category: str) -> str:
-    return THREAT_LABELS.get(category, "text that memory does not keep")
+    return str(THREAT_LABELS.get(category, gettext_lazy("text that memory does not keep")))
 
 
 def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
@@ -184,27 +234,53 @@ def rule_message(code: str, *, target: str | None = None, limits: Mapping[str, i
     """
     if code == "over_capacity":
         limit = (limits or {}).get(target or "")
-        where = document_name(target)
         if limit:
-            return (f"This does not fit: {where} would be over its limit of {limit:,} characters. "
-                    "Shorten or remove another entry first.")
-        return f"This does not fit: {where} is full. Shorten or remove another entry first."
+            if target == "user":
+                sentence = _("This does not fit: your profile would be over its limit of %(limit)s characters. "
+                             "Shorten or remove another entry first.")
+            elif target == "memory":
+                sentence = _("This does not fit: your notes would be over its limit of %(limit)s characters. "
+                             "Shorten or remove another entry first.")
+            else:
+                sentence = _("This does not fit: your memory would be over its limit of %(limit)s characters. "
+                             "Shorten or remove another entry first.")
+            return sentence % {"limit": number(limit)}
+        if target == "user":
+            return _("This does not fit: your profile is full. Shorten or remove another entry first.")
+        if target == "memory":
+            return _("This does not fit: your notes is full. Shorten or remove another entry first.")
+        return _("This does not fit: your memory is full. Shorten or remove another entry first.")
     if code.startswith("threat_"):
-        return (f"This was not saved: it looks like {threat_label(code.removeprefix('threat_'))}, "
-                "which memory does not keep. Write the fact without it.")
-    return RULE_MESSAGES.get(code, RULE_FALLBACK)
+        return _("This was not saved: it looks like %(threat)s, which memory does not keep. "
+                 "Write the fact without it.") % {"threat": threat_label(code.removeprefix("threat_"))}
+    return str(RULE_MESSAGES.get(code, RULE_FALLBACK))
 
 
 # An erase's receipt (`store.Erased.removed`), by kind, in the order people read it.
-_RECEIPT_KINDS = (
-    ("profile_entries", "profile entry", "profile entries"),
-    ("notes_entries", "notes entry", "notes entries"),
-    ("versions", "earlier version", "earlier versions"),
-    ("proposals", "proposed change", "proposed changes"),
-    ("conversations", "conversation", "conversations"),
-    ("messages", "message", "messages"),
-    ("search_index_rows", "search index row", "search index rows"),
-)
+_RECEIPT_KINDS = ("profile_entries", "notes_entries", "versions", "proposals", "conversations", "messages",
+                  "search_index_rows")
+
+
+def _receipt_part(kind: str, count: int) -> str:
+    values = {"count": number(count)}
+    if kind == "profile_entries":
+        return ngettext("%(count)s profile entry", "%(count)s profile entries", count) % values
+    if kind == "notes_entries":
+        return ngettext("%(count)s notes entry", "%(count)s notes entries", count) % values
+    if kind == "versions":
+        return ngettext("%(count)s earlier version", "%(count)s earlier versions", count) % values
+    if kind == "proposals":
+        return ngettext("%(count)s proposed change", "%(count)s proposed changes", count) % values
+    if kind == "conversations":
+        return ngettext("%(count)s conversation", "%(count)s conversations", count) % values
+    if kind == "messages":
+        return ngettext("%(count)s message", "%(count)s messages", count) % values
+    return ngettext("%(count)s search index row", "%(count)s search index rows", count) % values
+
+
+def _and_list(parts: list[str]) -> str:
+    """"a, b and c" in the active language."""
+    return get_text_list(parts, _("and"))
 
 
 def erase_receipt(removed: Mapping[str, int]) -> str:
@@ -212,135 +288,211 @@ def erase_receipt(removed: Mapping[str, int]) -> str:
 
     Kinds with none removed are left out; an erase that removed nothing reads "nothing (your memory was empty)".
     """
-    if not isinstance(removed, Mapping) or not any(kind in removed for kind, _, _ in _RECEIPT_KINDS):
+    if not isinstance(removed, Mapping) or not any(kind in removed for kind in _RECEIPT_KINDS):
         return ""
-    parts = [f"{removed[kind]:,} {one if removed[kind] == 1 else many}"
-             for kind, one, many in _RECEIPT_KINDS if removed.get(kind)]
+    parts = [_receipt_part(kind, removed[kind]) for kind in _RECEIPT_KINDS if removed.get(kind)]
     if not parts:
-        return "nothing (your memory was empty)"
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        return _("nothing (your memory was empty)")
+    return _and_list(parts)
+
+
+def erase_summary(removed: Mapping[str, int]) -> str:
+    """An erase's receipt as one sentence: "Erased 2 profile entries and 1 earlier version."."""
+    return _("Erased %(receipt)s.") % {"receipt": erase_receipt(removed)}
 
 
 # Undo and restore (`agentmemory.versions`), as the person reads them on the
 # memory page, in the chat and in the API's `detail`.
-CHANGE_GONE = ("This change is no longer kept (older changes are deleted after a while, and erasing memory "
-               "deletes them all), so it cannot be undone or restored.")
-UNDONE = "Undone: your memory is as it was before that change."
-RESTORED = "Restored: your memory is as that change left it."
-NOTHING_CHANGED = "Your memory already held this, so nothing changed."
+CHANGE_GONE = gettext_lazy(
+    "This change is no longer kept (older changes are deleted after a while, and erasing memory "
+    "deletes them all), so it cannot be undone or restored.")
+UNDONE = gettext_lazy("Undone: your memory is as it was before that change.")
+RESTORED = gettext_lazy("Restored: your memory is as that change left it.")
+NOTHING_CHANGED = gettext_lazy("Your memory already held this, so nothing changed.")
 # A change whose COMMIT's answer was lost (`store.CommitOutcomeUnknown`), once the database was asked:
 # it confirmed the change absent, or did not answer in time (the chat turn says the same, `turn`).
-COMMIT_NOT_STORED = ("The connection to the database broke while saving, and the database has since confirmed "
-                     "that nothing was saved. Try again.")
+COMMIT_NOT_STORED = gettext_lazy(
+    "The connection to the database broke while saving, and the database has since confirmed "
+    "that nothing was saved. Try again.")
 COMMIT_UNCONFIRMED = OUTCOME_MESSAGES[UNCONFIRMED]
-_CHANGE_AUTHORS = {"agent": "The assistant, in a chat", "user": "You", "staff": "Support staff",
-                   "system": "The system"}
+_CHANGE_AUTHORS = {"agent": gettext_lazy("The assistant, in a chat"), "user": gettext_lazy("You"),
+                   "staff": gettext_lazy("Support staff"), "system": gettext_lazy("The system")}
 
 
 def change_author(by: str, kind: str) -> str:
     """Say who made a change and how ("You, undoing a change"), for the History's list of changes."""
-    who = _CHANGE_AUTHORS.get(by, "The system")
+    who = str(_CHANGE_AUTHORS.get(by, _CHANGE_AUTHORS["system"]))
     if kind == "undo":
-        return f"{who}, undoing an earlier change"
+        return _("%(who)s, undoing an earlier change") % {"who": who}
     if kind == "restore":
-        return f"{who}, restoring an earlier version"
+        return _("%(who)s, restoring an earlier version") % {"who": who}
     return who
 
 
 _UNDO_REFUSALS = {
-    "conflict": "Something this change wrote has changed since, so nothing was undone. Correct or remove it "
-                "by hand instead.",
-    "nothing_to_undo": "Your memory already holds what undoing this would bring back; nothing changed.",
-    "already_restored": "Your memory already holds this version; nothing changed.",
+    "conflict": gettext_lazy(
+        "Something this change wrote has changed since, so nothing was undone. Correct or remove it by hand "
+        "instead."),
+    "nothing_to_undo": gettext_lazy(
+        "Your memory already holds what undoing this would bring back; nothing changed."),
+    "already_restored": gettext_lazy("Your memory already holds this version; nothing changed."),
 }
 _RESTORE_REFUSALS = {
-    "conflict": "Your memory changed while this was being restored, so nothing was restored. Look again and "
-                "try once more.",
+    "conflict": gettext_lazy(
+        "Your memory changed while this was being restored, so nothing was restored. Look again and try "
+        "once more."),
 }
 
 
 def undo_message(code: str, *, action: str, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
     """Return the plain sentence for an undo (`action` "undo") or a restore ("restore") that was refused."""
     if action == "restore" and code in _RESTORE_REFUSALS:
-        return _RESTORE_REFUSALS[code]
+        return str(_RESTORE_REFUSALS[code])
     if code in _UNDO_REFUSALS:
-        return _UNDO_REFUSALS[code]
+        return str(_UNDO_REFUSALS[code])
     if code in ("no_match", "ambiguous_match", "entry_changed"):
-        return _UNDO_REFUSALS["conflict"]
+        return str(_UNDO_REFUSALS["conflict"])
     if code == "replace_duplicate":
-        return "Another entry already says what this would bring back, so nothing changed."
+        return _("Another entry already says what this would bring back, so nothing changed.")
     if code == "batch_size":
-        return "This would change too much at once; nothing changed. Correct your memory by hand instead."
+        return _("This would change too much at once; nothing changed. Correct your memory by hand instead.")
     return rule_message(code, target=target, limits=limits)
 
 
 # What the assistant tells the person when the tool refused its change (the
-# tool's reply itself is written for the model and never shown).
+# tool's reply itself is written for the model and never shown). By code, then
+# by document ("user": the person's profile; anything else: the assistant's notes).
 _REFUSALS = {
-    "no_match": "I could not find that in {where}, so nothing changed.",
-    "ambiguous_match": "More than one entry in {where} matches that, so I changed nothing. "
-                       "Tell me which one you mean.",
-    "over_capacity": "That does not fit: {where} is full, so nothing was saved. "
-                     "You can review what I keep on your memory page.",
-    "replace_duplicate": "Another entry in {where} already says that, so nothing changed.",
-    "stop_retrying": "I could not change my memory this time, so nothing was saved.",
-    "unavailable": "My memory is not available right now, so nothing was saved.",
+    ("no_match", "user"): gettext_lazy("I could not find that in your profile, so nothing changed."),
+    ("no_match", "memory"): gettext_lazy("I could not find that in my notes, so nothing changed."),
+    ("ambiguous_match", "user"): gettext_lazy(
+        "More than one entry in your profile matches that, so I changed nothing. Tell me which one you mean."),
+    ("ambiguous_match", "memory"): gettext_lazy(
+        "More than one entry in my notes matches that, so I changed nothing. Tell me which one you mean."),
+    ("over_capacity", "user"): gettext_lazy(
+        "That does not fit: your profile is full, so nothing was saved. "
+        "You can review what I keep on your memory page."),
+    ("over_capacity", "memory"): gettext_lazy(
+        "That does not fit: my notes is full, so nothing was saved. "
+        "You can review what I keep on your memory page."),
+    ("replace_duplicate", "user"): gettext_lazy(
+        "Another entry in your profile already says that, so nothing changed."),
+    ("replace_duplicate", "memory"): gettext_lazy(
+        "Another entry in my notes already says that, so nothing changed."),
 }
-REFUSAL_FALLBACK = "I could not change my memory, so nothing was saved."
+_REFUSALS_ANYWHERE = {
+    "stop_retrying": gettext_lazy("I could not change my memory this time, so nothing was saved."),
+    "unavailable": gettext_lazy("My memory is not available right now, so nothing was saved."),
+}
+REFUSAL_FALLBACK = gettext_lazy("I could not change my memory, so nothing was saved.")
 
 
 def refusal_sentence(code: str, *, target: str | None = None) -> str:
     """Return what an assistant tells the person when its memory change was refused (`code`)."""
     if code.startswith("threat_"):
-        return (f"I did not save that: it looks like {threat_label(code.removeprefix('threat_'))}, "
-                "which memory does not keep.")
-    where = "your profile" if target == "user" else "my notes"
-    return _REFUSALS.get(code, REFUSAL_FALLBACK).format(where=where)
+        return _("I did not save that: it looks like %(threat)s, which memory does not keep.") % {
+            "threat": threat_label(code.removeprefix("threat_"))}
+    where = "user" if target == "user" else "memory"
+    return str(_REFUSALS.get((code, where)) or _REFUSALS_ANYWHERE.get(code, REFUSAL_FALLBACK))
 
 
 # "Ask before saving": a proposed change as the person reviews it, and why saving it failed.
 PROPOSAL_ACTIONS = {
-    ("add", "user"): "Add to your profile",
-    ("add", "memory"): "Add to your notes",
-    ("replace", "user"): "Change in your profile",
-    ("replace", "memory"): "Change in your notes",
-    ("remove", "user"): "Remove from your profile",
-    ("remove", "memory"): "Remove from your notes",
+    ("add", "user"): gettext_lazy("Add to your profile"),
+    ("add", "memory"): gettext_lazy("Add to your notes"),
+    ("replace", "user"): gettext_lazy("Change in your profile"),
+    ("replace", "memory"): gettext_lazy("Change in your notes"),
+    ("remove", "user"): gettext_lazy("Remove from your profile"),
+    ("remove", "memory"): gettext_lazy("Remove from your notes"),
 }
 # A write whose person no longer exists: the account was deleted while the request ran.
-ACCOUNT_GONE = "Nothing was saved: your account was deleted or is being deleted."
+ACCOUNT_GONE = gettext_lazy("Nothing was saved: your account was deleted or is being deleted.")
 
-PROPOSAL_STALE = ("Your memory changed since this was proposed, so it no longer applies. Nothing was saved; "
-                  "you can discard it.")
-PROPOSAL_GONE = "This proposed change is no longer waiting: it was saved, discarded or has expired."
+PROPOSAL_STALE = gettext_lazy(
+    "Your memory changed since this was proposed, so it no longer applies. Nothing was saved; you can discard it.")
+PROPOSAL_GONE = gettext_lazy(
+    "This proposed change is no longer waiting: it was saved, discarded or has expired.")
 _STALE_CODES = frozenset({"conflict", "no_match", "ambiguous_match", "entry_changed", "replace_duplicate"})
 
 
 def proposal_action(action: str, target: str) -> str:
     """Return e.g. "Add to your notes" for one operation of a proposal."""
-    return PROPOSAL_ACTIONS.get((action, target), "Change your memory")
+    return str(PROPOSAL_ACTIONS.get((action, target), gettext_lazy("Change your memory")))
 
 
 # Tidy up's proposal (`agentmemory.tidy`), line by line: a merge, a shorter wording, an entry folded into
-# a merged line, an entry dropped.
+# a merged line, an entry dropped; by document.
 TIDY_ACTIONS = {
-    "merge": "Merge into one line in {where}",
-    "reword": "Shorten in {where}",
-    "folded": "Part of a merged line, so removed from {where}",
-    "drop": "Drop from {where} (repeated or out of date)",
+    ("merge", "user"): gettext_lazy("Merge into one line in your profile"),
+    ("merge", "memory"): gettext_lazy("Merge into one line in your notes"),
+    ("reword", "user"): gettext_lazy("Shorten in your profile"),
+    ("reword", "memory"): gettext_lazy("Shorten in your notes"),
+    ("folded", "user"): gettext_lazy("Part of a merged line, so removed from your profile"),
+    ("folded", "memory"): gettext_lazy("Part of a merged line, so removed from your notes"),
+    ("drop", "user"): gettext_lazy("Drop from your profile (repeated or out of date)"),
+    ("drop", "memory"): gettext_lazy("Drop from your notes (repeated or out of date)"),
 }
 
 
 def tidy_action(kind: str, target: str) -> str:
     """Return e.g. "Merge into one line in your notes" for one line of a Tidy up's proposal."""
-    return TIDY_ACTIONS.get(kind, "Change {where}").format(where=DOCUMENTS.get(target, "your memory"))
+    if (kind, target) in TIDY_ACTIONS:
+        return str(TIDY_ACTIONS[(kind, target)])
+    if target == "user":
+        return _("Change your profile")
+    if target == "memory":
+        return _("Change your notes")
+    return _("Change your memory")
 
 
 def proposal_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
     """Return the plain sentence for a proposal that could not be saved (its rule's code)."""
     if code in _STALE_CODES:
-        return PROPOSAL_STALE
+        return str(PROPOSAL_STALE)
     return rule_message(code, target=target, limits=limits)
+
+
+def _action_part(action: str, count: int, mode: str) -> str:
+    """One action of a History row, e.g. "added 2 entries" (mode "done") or "add 2 entries" (tried, proposed)."""
+    values = {"count": number(count)}
+    if mode == "done":
+        if action == "add":
+            return ngettext("added %(count)s entry", "added %(count)s entries", count) % values
+        if action == "replace":
+            return ngettext("corrected %(count)s entry", "corrected %(count)s entries", count) % values
+        return ngettext("removed %(count)s entry", "removed %(count)s entries", count) % values
+    if action == "add":
+        return ngettext("add %(count)s entry", "add %(count)s entries", count) % values
+    if action == "replace":
+        return ngettext("correct %(count)s entry", "correct %(count)s entries", count) % values
+    return ngettext("remove %(count)s entry", "remove %(count)s entries", count) % values
+
+
+_WHERE = {
+    # The owner's words (History).
+    ("to", ("user",), True): pgettext_lazy("added to", "to your profile"),
+    ("to", ("memory",), True): pgettext_lazy("added to", "to your notes"),
+    ("to", ("user", "memory"), True): pgettext_lazy("added to", "to your profile and your notes"),
+    ("in", ("user",), True): pgettext_lazy("changed in", "in your profile"),
+    ("in", ("memory",), True): pgettext_lazy("changed in", "in your notes"),
+    ("in", ("user", "memory"), True): pgettext_lazy("changed in", "in your profile and your notes"),
+    ("from", ("user",), True): pgettext_lazy("removed from", "from your profile"),
+    ("from", ("memory",), True): pgettext_lazy("removed from", "from your notes"),
+    ("from", ("user", "memory"), True): pgettext_lazy("removed from", "from your profile and your notes"),
+    # The admin's words.
+    ("to", ("user",), False): pgettext_lazy("added to", "to the profile"),
+    ("to", ("memory",), False): pgettext_lazy("added to", "to the notes"),
+    ("to", ("user", "memory"), False): pgettext_lazy("added to", "to the profile and the notes"),
+    ("in", ("user",), False): pgettext_lazy("changed in", "in the profile"),
+    ("in", ("memory",), False): pgettext_lazy("changed in", "in the notes"),
+    ("in", ("user", "memory"), False): pgettext_lazy("changed in", "in the profile and the notes"),
+    ("from", ("user",), False): pgettext_lazy("removed from", "from the profile"),
+    ("from", ("memory",), False): pgettext_lazy("removed from", "from the notes"),
+    ("from", ("user", "memory"), False): pgettext_lazy("removed from", "from the profile and the notes"),
+}
+
+
+_PREPOSITIONS = {"add": "to", "replace": "in", "remove": "from"}
 
 
 def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, done: bool = True) -> str:
@@ -351,25 +503,26 @@ def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, 
     removed 2 entries in your profile and your notes". With `done` false the
     sentence says what was tried ("Tried to add 1 entry to your notes").
     """
+    return _describe(actions, targets, "done" if done else "tried")
+
+
+def _describe(actions: Mapping[str, int], targets: Mapping[str, int], mode: str, for_owner: bool = True) -> str:
     known = [(action, count) for action, count in sorted(actions.items(), key=_action_order)
              if action in _ACTIONS and count]
     if not known:
         return ""
-    parts = []
-    for index, (action, count) in enumerate(known):
-        past, infinitive, _ = _ACTIONS[action]
-        verb = past if done else infinitive
-        if index:
-            verb = verb.lower()
-        parts.append(f"{verb} {count} {'entry' if count == 1 else 'entries'}")
-    phrase = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    where = [document_name(target) for target in ("user", "memory") if targets.get(target)]
-    if where:
-        preposition = _ACTIONS[known[0][0]][2] if len(known) == 1 else "in"
-        phrase = f"{phrase} {preposition} {' and '.join(where)}"
-    if not done:
-        phrase = "Tried to " + phrase
-    return phrase
+    changes = _and_list([_action_part(action, count, mode) for action, count in known])
+    documents = tuple(target for target in ("user", "memory") if targets.get(target))
+    preposition = _PREPOSITIONS[known[0][0]] if len(known) == 1 else "in"
+    where = str(_WHERE[(preposition, documents, for_owner)]) if documents else ""
+    values = {"changes": changes, "where": where}
+    if mode == "done":
+        phrase = pgettext("history", "%(changes)s %(where)s") % values if where else changes
+    elif mode == "tried":
+        phrase = (_("Tried to %(changes)s %(where)s") if where else _("Tried to %(changes)s")) % values
+    else:
+        phrase = (_("Proposed to %(changes)s %(where)s") if where else _("Proposed to %(changes)s")) % values
+    return capfirst(phrase)
 
 
 def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str, int], viewed: str = "") -> str:
@@ -377,12 +530,30 @@ def event_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str
     if outcome == "viewed":
         return staff_view(viewed, targets)
     if outcome == "erased":
-        return "Erased " + (erase_receipt(actions) or "everything in your profile and your notes")
+        receipt = erase_receipt(actions)
+        if receipt:
+            return _("Erased %(receipt)s") % {"receipt": receipt}
+        return _("Erased everything in your profile and your notes")
     if outcome in _SWITCH_CHANGES:
-        return _SWITCH_CHANGES[outcome]
+        return str(_SWITCH_CHANGES[outcome])
     if outcome == "proposed":
-        return "Proposed to " + describe_changes(actions, targets, done=False).removeprefix("Tried to ")
+        return _describe(actions, targets, "proposed")
     return describe_changes(actions, targets, done=outcome == "committed")
+
+
+def staff_changes(outcome: str, actions: Mapping[str, int], targets: Mapping[str, int], viewed: str = "") -> str:
+    """`event_changes` as the admin lists it: "the profile" rather than "your profile"."""
+    if outcome == "viewed":
+        return staff_view(viewed, targets, for_owner=False)
+    if outcome == "erased":
+        receipt = erase_receipt(actions)
+        if receipt:
+            return _("Erased %(receipt)s") % {"receipt": receipt}
+        return _("Erased everything in the profile and the notes")
+    if outcome in _SWITCH_CHANGES:
+        return str(_SWITCH_CHANGES[outcome])
+    mode = "done" if outcome == "committed" else "proposed" if outcome == "proposed" else "tried"
+    return _describe(actions, targets, mode, for_owner=False)
 
 
 def staff_view(viewed: str, targets: Mapping[str, int], *, for_owner: bool = True) -> str:
@@ -391,12 +562,15 @@ def staff_view(viewed: str, targets: Mapping[str, int], *, for_owner: bool = Tru
     `for_owner` false: the admin's wording ("Viewed the memory (the profile)").
     """
     phrases = _VIEWED if for_owner else _VIEWED_FOR_STAFF
-    phrase = phrases.get(viewed, phrases["memory"])
-    where = [document_name(target) for target in ("user", "memory") if targets.get(target)]
-    if viewed in ("memory", "version") and where:
-        where_text = " and ".join(where)
-        phrase = f"{phrase} ({where_text if for_owner else where_text.replace('your ', 'the ')})"
+    phrase = str(phrases.get(viewed, phrases["memory"]))
+    documents = tuple(target for target in ("user", "memory") if targets.get(target))
+    if viewed in ("memory", "version") and documents:
+        where = (_VIEWED_WHERE if for_owner else _VIEWED_WHERE_FOR_STAFF)[documents]
+        phrase = pgettext("staff read", "%(phrase)s (%(where)s)") % {"phrase": phrase, "where": where}
     return phrase
+
+
+_PROPOSED_REASON = gettext_lazy("Saved only if you choose Save (your memory page lists what waits).")
 
 
 def event_reason(outcome: str, error_code: str) -> str:
@@ -404,29 +578,35 @@ def event_reason(outcome: str, error_code: str) -> str:
     if outcome in ("committed", "erased", "viewed", *_SWITCH_CHANGES):
         return ""
     if outcome == "proposed":
-        return "Saved only if you choose Save (your memory page lists what waits)."
+        return str(_PROPOSED_REASON)
     if error_code:
         if error_code.startswith("threat_"):
-            return f"It looked like {threat_label(error_code.removeprefix('threat_'))}, so nothing was saved."
+            return _("It looked like %(threat)s, so nothing was saved.") % {
+                "threat": threat_label(error_code.removeprefix("threat_"))}
         if error_code in REASONS:
-            return REASONS[error_code]
+            return str(REASONS[error_code])
     if outcome in _OUTCOME_REASONS:
-        return _OUTCOME_REASONS[outcome]
+        return str(_OUTCOME_REASONS[outcome])
     if outcome == "discarded":
-        return OUTCOME_MESSAGES[DISCARDED]
+        return str(OUTCOME_MESSAGES[DISCARDED])
     if outcome == "rejected":
-        return REJECTED_FALLBACK
-    return FAILED_FALLBACK
+        return str(REJECTED_FALLBACK)
+    return str(FAILED_FALLBACK)
 
 
 def _action_order(item: tuple[str, int]) -> int:
-    return list(_ACTIONS).index(item[0]) if item[0] in _ACTIONS else len(_ACTIONS)
+    return _ACTIONS.index(item[0]) if item[0] in _ACTIONS else len(_ACTIONS)
 
 
 _SOURCE_ROLES = {
-    "user": "Written by you",
-    "staff": "Changed by support staff",
-    "system": "Set by the system",
+    "user": gettext_lazy("Written by you%(when)s"),
+    "staff": gettext_lazy("Changed by support staff%(when)s"),
+    "system": gettext_lazy("Set by the system%(when)s"),
+}
+_RESTORED_BY = {
+    "user": gettext_lazy("Restored by you%(when)s"),
+    "staff": gettext_lazy("Restored by support staff%(when)s"),
+    "system": gettext_lazy("Restored by the system%(when)s"),
 }
 
 
@@ -440,15 +620,19 @@ def source_text(source, link: Mapping | None = None) -> str:
         return ""
     when = _short_date(source.at)
     if source.restored:
-        return ("Restored by you" if source.by == "user" else "Restored by support staff"
-                if source.by == "staff" else "Restored by the system") + when
+        return str(_RESTORED_BY.get(source.by, _RESTORED_BY["system"])) % {"when": when}
     if source.tidied:
-        return f"Tidied up by the assistant{when}, saved by you"
+        return _("Tidied up by the assistant%(when)s, saved by you") % {"when": when}
     if source.by == "agent":
         if link:
-            return f"From your chat \u201c{link['title']}\u201d{when}"
-        return f"From a chat with the assistant{when}"
-    return _SOURCE_ROLES.get(source.by, "Set by the system") + when
+            return _("From your chat “%(title)s”%(when)s") % {"title": link["title"], "when": when}
+        return _("From a chat with the assistant%(when)s") % {"when": when}
+    return str(_SOURCE_ROLES.get(source.by, _SOURCE_ROLES["system"])) % {"when": when}
+
+
+# A short date after a source: ", 30 Nov" this year, ", 30 Nov 2025" before (Django date format characters).
+_DATE_THIS_YEAR = pgettext_lazy("date format of a source, this year", "j M")
+_DATE_OTHER_YEAR = pgettext_lazy("date format of a source, another year", "j M Y")
 
 
 def _short_date(value: str) -> str:
@@ -458,4 +642,4 @@ def _short_date(value: str) -> str:
         return ""
     if timezone.is_aware(moment):
         moment = timezone.localtime(moment)
-    return ", " + date_format(moment, "j M Y" if moment.year != timezone.now().year else "j M")
+    return ", " + date_format(moment, str(_DATE_OTHER_YEAR if moment.year != timezone.now().year else _DATE_THIS_YEAR))

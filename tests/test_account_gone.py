@@ -72,7 +72,7 @@ def test_a_page_form_answers_a_plain_sentence(user, deleted_mid_request, index):
 
     assert response.status_code == 410
     html = response.content.decode()
-    assert words.ACCOUNT_GONE in html and "account_closed" not in html and "UnknownUser" not in html
+    assert str(words.ACCOUNT_GONE) in html and "account_closed" not in html and "UnknownUser" not in html
     assert account_is_gone(user)
     assert "sessionid" not in client.cookies or not client.cookies["sessionid"].value, "the session ended"
 

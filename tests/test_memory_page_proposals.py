@@ -196,7 +196,7 @@ def test_a_stale_proposal_says_so_in_plain_words_and_saves_nothing(alice_client,
 
     html = follow(alice_client, alice_client.post(f"/memory/proposals/{pk}/save/"))
 
-    shown = words.PROPOSAL_STALE in block(html, pk)
+    shown = str(words.PROPOSAL_STALE) in block(html, pk)
     assert shown
     shown = entries_of(user)["user"] == ("Works in Berlin-Mitte",)
     assert shown
@@ -222,7 +222,7 @@ def test_a_proposal_no_longer_waiting_is_said_plainly(alice_client, user):
 
     for action in ("save", "discard"):
         html = follow(alice_client, alice_client.post(f"/memory/proposals/{pk}/{action}/"))
-        shown = words.PROPOSAL_GONE in html
+        shown = str(words.PROPOSAL_GONE) in html
         assert shown
     assert entries_of(user)["memory"] == ()
 

@@ -113,7 +113,7 @@ def test_history_says_what_happened_in_plain_words(alice_client, user):
     assert "Added 1 entry to your notes" in history  # the seed, by the system
     assert "Tried to add 1 entry to your notes" in history
     assert "The assistant failed before finishing its answer" in history
-    assert CODE_MESSAGES["cancelled"] in history
+    assert str(CODE_MESSAGES["cancelled"]) in history
     assert "memory would have gone over its limit" in history
     assert "It looked like a password, token or key" in history
     assert "The database did not answer" in history

@@ -62,7 +62,7 @@ class ChangeAPIView(MemoryAPIView):
         if answer is not None:
             return answer
         if isinstance(exc, versions.ChangeGone):
-            return error_response("change_not_found", words.CHANGE_GONE, status_code=status.HTTP_404_NOT_FOUND)
+            return error_response("change_not_found", str(words.CHANGE_GONE), status_code=status.HTTP_404_NOT_FOUND)
         if isinstance(exc, MemoryValidationError):
             # The person's words, not the model's: an undo is never a model's batch.
             detail = words.undo_message(exc.code, action=self.action, target=exc.target,

@@ -152,10 +152,11 @@ def unknown_outcome_response(exc) -> Response | None:
     """The answer to a write whose COMMIT failed: confirmed not stored (503 connection_lost), or not
     known in time (503 unconfirmed, its own code); None for any other error."""
     if isinstance(exc, store.CommitNotStored):
-        return error_response("connection_lost", words.COMMIT_NOT_STORED,
+        return error_response("connection_lost", str(words.COMMIT_NOT_STORED),
                               status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, store.CommitUnconfirmed):
-        return error_response("unconfirmed", words.COMMIT_UNCONFIRMED, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return error_response("unconfirmed", str(words.COMMIT_UNCONFIRMED),
+                              status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
     return None
 
 

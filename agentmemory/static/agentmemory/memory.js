@@ -16,8 +16,17 @@
 //
 // Memory text is never written by this script as markup: messages go in with
 // textContent, and a refresh moves in the server's own escaped page.
+//
+// Its words come from Django's JavaScript catalogue (the page loads
+// agentmemory's jsi18n before this script): gettext() and interpolate().
 (function () {
   "use strict";
+
+  // Without the catalogue (a project that leaves it out), the words stay English.
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (format, values) {
+    return format.replace(/%\((\w+)\)s/g, function (match, name) { return String(values[name]); });
+  };
 
   var root = document.getElementById("memory-page");
   if (!root || typeof window.fetch !== "function" || typeof window.DOMParser !== "function") {
@@ -34,12 +43,13 @@
   var refreshing = null;
   var FOCUSABLE = "a[href], button, textarea, input:not([type=hidden]), summary, [tabindex]";
   var LEVELS = { ok: true, warn: true, full: true };
-  var NOT_SENT = "The change could not be sent. Check your connection and try again.";
-  var NOT_READ = "The change could not be saved. Reload the page and try again.";
+  var NOT_SENT = gettext("The change could not be sent. Check your connection and try again.");
+  var NOT_READ = gettext("The change could not be saved. Reload the page and try again.");
   var SWITCH_STATES = {
-    on: "On: the assistant reads this memory in your chats and may update it.",
-    off: "Off: your chats neither read nor change your memory. What is stored stays here.",
+    on: gettext("On: the assistant reads this memory in your chats and may update it."),
+    off: gettext("Off: your chats neither read nor change your memory. What is stored stays here."),
   };
+  var LANGUAGE = document.documentElement.lang || "en";
 
   window.addEventListener("pagehide", function () {
     leaving = true;
@@ -103,7 +113,7 @@
 
   var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch, .memory-save-mode, " +
     ".proposal-save, .proposal-discard, .change-undo, .change-restore, .memory-tidy";
-  var TIDYING = "Asking the assistant to tidy up\u2026 This can take a few seconds.";
+  var TIDYING = gettext("Asking the assistant to tidy up\u2026 This can take a few seconds.");
 
   root.addEventListener("submit", function (event) {
     var form = event.target;
@@ -211,8 +221,8 @@
   var saveModeForm = document.getElementById("save-mode");
   var saveModeState = document.getElementById("save-mode-state");
   var SAVE_MODE_STATES = {
-    ask: "The assistant proposes each memory change; nothing is saved until you choose Save.",
-    auto: "The assistant saves a memory change when its reply completes.",
+    ask: gettext("The assistant proposes each memory change; nothing is saved until you choose Save."),
+    auto: gettext("The assistant saves a memory change when its reply completes."),
   };
 
   function saveModeChoices() {
@@ -263,8 +273,12 @@
       var meter = root.querySelector('[data-usage-meter="' + target + '"]');
       var level = levelOf(numbers);
       if (label) {
-        label.textContent = numbers.used.toLocaleString("en-US") + " of " + numbers.limit.toLocaleString("en-US") +
-          " characters (" + numbers.percent + "%)";
+        // %(percent)s carries its own "%" sign: the catalogue's interpolate() knows no "%%".
+        label.textContent = interpolate(gettext("%(used)s of %(limit)s characters (%(percent)s)"), {
+          used: numbers.used.toLocaleString(LANGUAGE),
+          limit: numbers.limit.toLocaleString(LANGUAGE),
+          percent: numbers.percent + "%",
+        }, true);
         setLevel(label, level);
       }
       if (meter) {
@@ -339,7 +353,7 @@
       window.scrollTo(x, y);
       if (live) live.hidden = true;
     }).catch(function () {
-      offerReload("Your memory changed. Reload the page to see the current entries.");
+      offerReload(gettext("Your memory changed. Reload the page to see the current entries."));
     }).then(function () {
       refreshing = null;
       if (state.again) refresh(state.again);
@@ -376,8 +390,8 @@
     }
     updateUsage(frame.usage);
     if (hasUnsavedTyping() || showsError()) {
-      offerReload("Your memory changed in a chat or another window. " +
-        "Reload to see the current entries (unsaved text here will be lost).");
+      offerReload(gettext("Your memory changed in a chat or another window. " +
+        "Reload to see the current entries (unsaved text here will be lost)."));
       return;
     }
     refresh();
