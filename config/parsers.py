@@ -28,6 +28,7 @@ from io import BytesIO
 from daphne.http_protocol import WebRequest
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.utils.translation import gettext, gettext_noop
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ParseError
 
@@ -46,10 +47,11 @@ from agentmemory.parsers import (  # noqa: F401  (re-exported)
 logger = logging.getLogger(__name__)
 
 
-DATABASE_DOWN_AT_SIGN_IN = ("The database did not answer while your credentials were checked, so nothing was done. "
-                             "Try again in a minute.")
-DATABASE_DOWN = ("The database did not answer, so this request could not be completed. Try again in a minute; "
-                 "your memory page shows what is stored.")
+# The sentences follow the request's language (translated where they are sent); the code does not.
+DATABASE_DOWN_AT_SIGN_IN = gettext_noop("The database did not answer while your credentials were checked, so "
+                                        "nothing was done. Try again in a minute.")
+DATABASE_DOWN = gettext_noop("The database did not answer, so this request could not be completed. Try again in a "
+                             "minute; your memory page shows what is stored.")
 
 
 def database_unavailable(exc: BaseException) -> bool:
@@ -83,7 +85,7 @@ def api_exception_handler(exc, context):
         logger.warning("API database error: %s %s (%s)", type(exc).__name__,
                        getattr(exc.__cause__, "sqlstate", None) or "-", "authentication" if signing_in else "view")
         response = Response({"code": "database_unavailable",
-                             "detail": DATABASE_DOWN_AT_SIGN_IN if signing_in else DATABASE_DOWN},
+                             "detail": gettext(DATABASE_DOWN_AT_SIGN_IN if signing_in else DATABASE_DOWN)},
                             status=status.HTTP_503_SERVICE_UNAVAILABLE)
         response["Retry-After"] = "5"
         return response
