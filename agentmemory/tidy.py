@@ -144,6 +144,7 @@ def can_tidy(entries: Sequence[str]) -> bool:
 
 # --- the request ---------------------------------------------------------------------
 
+# model-facing: stays English, never translated (the tidy request the model reads).
 _RULES = """{marker}
 You tidy up one document of a person's long-term memory, which an assistant keeps between conversations and reads in every prompt. Propose a shorter, cleaner version of it.
 

@@ -176,6 +176,15 @@ def test_the_catalogues_are_complete_without_fuzzy_or_empty_entries():
             assert len(entry["msgstr"]) == (2 if "msgid_plural" in entry else 1), entry["msgid"]
 
 
+def test_the_wheel_ships_the_catalogues_and_their_compiled_files():
+    """pyproject's package-data takes the .po and the .mo (the .mo is compiled, not committed)."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(agentmemory.__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    data = pyproject["tool"]["setuptools"]["package-data"]["agentmemory"]
+    assert "locale/*/LC_MESSAGES/*.po" in data and "locale/*/LC_MESSAGES/*.mo" in data
+
+
 def test_the_memory_page_and_its_history_are_german(user, german):
     seed(user, **ENTRIES)
     client = german_client(user)

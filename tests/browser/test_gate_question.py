@@ -51,7 +51,7 @@ def test_a_doubted_save_is_a_question_under_the_answer_on_a_phone(scripted_conte
 
     question = reply.locator(".chat-proposal")
     expect(question.locator(".proposal-question")).to_have_text("Save this to memory?")
-    expect(question.locator(".proposal-why")).to_have_text(gate.REASONS[gate.TRANSIENT])
+    expect(question.locator(".proposal-why")).to_have_text(str(gate.REASONS[gate.TRANSIENT]))
     assert DOUBTED in question.locator(".proposal-line").inner_text()
     assert "transient" not in question.inner_text()  # the person reads sentences, never codes
     assert sideways_overflow(page) <= 0
