@@ -72,6 +72,8 @@ UNCOUNTED = {
     "chat:index", "chat:conversations", "chat:conversation", "chat:messages", "chat:api-docs",
     # The account page and its token API: sign out everywhere counts wrong passwords in the database (django-axes).
     "account", "account-revoke-token", "account-sign-out-everywhere", "api-account-token",
+    # The memory page's JavaScript catalogue (translations only; no cache, no database).
+    "agentmemory:jsi18n",
 }
 
 

@@ -426,7 +426,7 @@ def test_the_pages_script_gets_json_and_a_failure_in_plain_words(user, model):
     assert "nothing changes until you choose Save" in done.json()["message"]
     assert failed.status_code == 503 and failed.json() == {"ok": False, "message": tidy.MESSAGES["tidy_model_failed"]}
     assert plain.status_code == 302
-    assert tidy.MESSAGES["nothing_to_tidy"] in client.get("/memory/").content.decode()
+    assert str(tidy.MESSAGES["nothing_to_tidy"]) in client.get("/memory/").content.decode()
 
 
 # --- one person's memory only -----------------------------------------------------------------
