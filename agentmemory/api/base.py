@@ -6,6 +6,7 @@ import logging
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.exceptions import ParseError
@@ -72,15 +73,15 @@ class MemoryAPIView(APIView):
         if isinstance(exc, UnknownUser):
             # Signed in when the request began, deleted before its write took the lock.
             return error_response("account_closed",
-                                  "This account no longer exists (it was deleted or is being deleted); "
-                                  "nothing was changed.", status_code=status.HTTP_410_GONE)
+                                  _("This account no longer exists (it was deleted or is being deleted); "
+                                    "nothing was changed."), status_code=status.HTTP_410_GONE)
         if isinstance(exc, MemoryUnavailable):
-            return error_response("unavailable", "Memory could not be read right now. Try again in a minute.",
+            return error_response("unavailable", _("Memory could not be read right now. Try again in a minute."),
                           status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
         if isinstance(exc, DatabaseError):
             logger.warning("memory API database error", extra={"error": type(exc).__name__})
             return error_response("database_unavailable",
-                          "The database did not answer; nothing was changed. Try again in a minute.",
+                          _("The database did not answer; nothing was changed. Try again in a minute."),
                           status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
         response = super().handle_exception(exc)
         # One error shape for every failure of these routes (403, 415, 429...).

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import status
@@ -210,7 +211,7 @@ class MemoryView(MemoryAPIView):
         if include not in (None, "chats"):
             return error_response("invalid_include", 'include takes one value: "chats" (erase your conversations too).')
         if include and not services.chats_erasable():
-            return error_response("invalid_include", "This deployment keeps no conversations here to erase.")
+            return error_response("invalid_include", _("This deployment keeps no conversations here to erase."))
         receipt = services.erase_memory(user_id=request.user.pk, actor=Actor.USER, with_chats=bool(include))
         return Response(EraseReceiptSerializer(receipt_payload(receipt)).data)
 

@@ -1,6 +1,7 @@
 """Proposals ("ask before saving"): list, read, discard and save the caller's pending ones."""
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -46,8 +47,9 @@ def _proposal_id(pk: str) -> int:
 class ProposalAPIView(MemoryAPIView):
     def handle_exception(self, exc):
         if isinstance(exc, proposals.ProposalGone):
-            return error_response("proposal_not_found", "No pending proposal of yours has this id: it was saved, "
-                          "discarded or has expired.", status_code=status.HTTP_404_NOT_FOUND)
+            return error_response("proposal_not_found", _("No pending proposal of yours has this id: it was saved, "
+                                                          "discarded or has expired."),
+                                  status_code=status.HTTP_404_NOT_FOUND)
         return super().handle_exception(exc)
 
 
