@@ -5,6 +5,9 @@ real model loop run against it exactly as against a hosted model: streamed
 `chat.completion.chunk` events, tool calls split into fragments by index,
 HTTP errors. It is the model, so it reads what a model reads: the request's
 messages, its tools, and the memory block in the system prompt.
+model-facing: stays English. Its replies are a model's text, not the page's
+words, and its commands are what it reads, so neither is translated (the
+pages around them are; see the README's "Languages").
 
 What it understands (the last user message; case-insensitive prefixes):
 
