@@ -20,16 +20,28 @@ Server -> client (built by chat.turns and chat.consumers):
     {"type": "memory_settings", "use_memory": bool}   the person switched memory on or off (any page)
 
 turn_completed and turn_failed also carry "temporary" and "temporary_id".
+
+A `user_message` is checked by the REST turn's own serializer
+(chat.serializers.TurnRequestSerializer: the content, its length, the
+conversation id, the temporary flag), so each rule lives once; this module
+adds only what is the socket's own (the frame's size, JSON and type, and
+`temporary_id`) and words the serializer's errors as error frames.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
+from .serializers import MESSAGE_TOO_LONG, TEMPORARY_HAS_NO_CONVERSATION, TurnRequestSerializer
+
 # A frame may carry JSON escapes (up to 6 characters per character) and a
 # little structure around the content; anything larger is refused unparsed.
 FRAME_OVERHEAD_CHARS = 1024
 ESCAPE_FACTOR = 6
+# DRF's codes for text no database can store as such (PostgreSQL refuses NUL; UTF-8 has no lone surrogates).
+UNSTORABLE = {"null_characters_not_allowed", "surrogate_characters_not_allowed"}
 
 
 @dataclass(frozen=True)
@@ -58,61 +70,55 @@ class FrameError(ValueError):
 def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Cancel:
     """Return the client's frame, or raise FrameError saying what to send instead."""
     if text is None:
-        raise FrameError("binary_frame", "Send text frames holding JSON objects.")
+        raise FrameError("binary_frame", _("Send text frames holding JSON objects."))
     if len(text) > max_chars * ESCAPE_FACTOR + FRAME_OVERHEAD_CHARS:
-        raise FrameError("frame_too_large", f"The frame is too large; messages hold at most {max_chars:,} characters.")
+        raise FrameError("frame_too_large", _("The frame is too large; messages hold at most {limit} characters.")
+                         .format(limit=f"{max_chars:,}"))
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
-        raise FrameError("malformed_json", "The frame is not valid JSON; send a JSON object with a \"type\".") from None
+        raise FrameError("malformed_json", _("The frame is not valid JSON; send a JSON object with a \"type\".")) \
+            from None
     if not isinstance(data, dict):
-        raise FrameError("malformed_frame", "Send a JSON object with a \"type\".")
+        raise FrameError("malformed_frame", _("Send a JSON object with a \"type\"."))
     kind = data.get("type")
     if kind == "cancel":
         return Cancel()
     if kind != "user_message":
-        raise FrameError("unknown_type", "Unknown frame type; send \"user_message\" or \"cancel\".")
-    content = data.get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise FrameError("invalid_content", "\"content\" must be a non-empty string.")
-    if not _storable(content):
-        # The REST API refuses these too (DRF's CharField); no database can store them as text.
-        raise FrameError(
-            "invalid_content",
-            "\"content\" must not contain NUL characters or lone surrogates; remove them and send again.",
-        )
-    if len(content) > max_chars:
-        raise FrameError(
-            "message_too_long", f"The message has {len(content):,} characters; the limit is {max_chars:,}. Shorten it."
-        )
-    conversation_id = data.get("conversation_id")
-    if conversation_id is not None and (
-        isinstance(conversation_id, bool) or not isinstance(conversation_id, int) or conversation_id < 1
-    ):
-        raise FrameError("invalid_conversation_id", "\"conversation_id\" must be null or the id of your conversation.")
-    temporary = data.get("temporary", False)
-    if not isinstance(temporary, bool):
-        raise FrameError("invalid_temporary", "\"temporary\" must be true or false.")
+        raise FrameError("unknown_type", _("Unknown frame type; send \"user_message\" or \"cancel\"."))
+    request = TurnRequestSerializer(data=data, context={"max_chars": max_chars})
+    if not request.is_valid():
+        raise refusal(request.errors)
+    message = request.validated_data
     temporary_id = data.get("temporary_id")
-    if not temporary:
+    if not message["temporary"]:
         if temporary_id is not None:
-            raise FrameError("invalid_temporary_id", "\"temporary_id\" continues a temporary chat; send it with "
-                             "\"temporary\": true.")
-        return UserMessage(content=content, conversation_id=conversation_id)
-    if conversation_id is not None:
-        raise FrameError("invalid_conversation_id", "A temporary chat is never stored, so it has no "
-                         "\"conversation_id\"; send null.")
+            raise FrameError("invalid_temporary_id", _("\"temporary_id\" continues a temporary chat; send it with "
+                                                       "\"temporary\": true."))
+        return UserMessage(content=message["content"], conversation_id=message.get("conversation_id"))
     if temporary_id is not None and (not isinstance(temporary_id, str) or not 0 < len(temporary_id) <= 64):
-        raise FrameError("invalid_temporary_id", "\"temporary_id\" must be null (a new temporary chat) or the id "
-                         "the server sent for this chat.")
-    return UserMessage(content=content, conversation_id=None, temporary=True, temporary_id=temporary_id)
+        raise FrameError("invalid_temporary_id", _("\"temporary_id\" must be null (a new temporary chat) or the id "
+                                                   "the server sent for this chat."))
+    return UserMessage(content=message["content"], conversation_id=None, temporary=True, temporary_id=temporary_id)
 
 
-def _storable(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, e.g. from "\\ud800" in the JSON
-        return False
-    return True
+def refusal(errors: dict) -> FrameError:
+    """The error frame for TurnRequestSerializer's errors: the first field's, in the frame's order."""
+    if "content" in errors:
+        [first, *_rest] = errors["content"]
+        if first.code == MESSAGE_TOO_LONG:
+            return FrameError("message_too_long", str(first))  # the serializer's sentence, as REST says it
+        if first.code in UNSTORABLE:
+            return FrameError("invalid_content", _("\"content\" must not contain NUL characters or lone "
+                                                   "surrogates; remove them and send again."))
+        return FrameError("invalid_content", _("\"content\" must be a non-empty string."))
+    if "conversation_id" in errors:
+        if errors["conversation_id"][0].code == TEMPORARY_HAS_NO_CONVERSATION:
+            return FrameError("invalid_conversation_id", _("A temporary chat is never stored, so it has no "
+                                                           "\"conversation_id\"; send null."))
+        return FrameError("invalid_conversation_id",
+                          _("\"conversation_id\" must be null or the id of your conversation."))
+    if "temporary" in errors:
+        return FrameError("invalid_temporary", _("\"temporary\" must be true or false."))
+    # Unreachable while the serializer has only the fields above; a new one is refused, not a crash.
+    return FrameError("malformed_frame", _("Send a JSON object with a \"type\"."))

@@ -1,5 +1,13 @@
-"""Request and response shapes of the chat API (also the OpenAPI schema)."""
+"""Request and response shapes of the chat API (also the OpenAPI schema).
+
+`TurnRequestSerializer` is the one copy of the rules of a turn's request:
+the REST turn (chat/api.py) and the socket's `user_message` frame
+(chat/frames.py) both validate through it, and the socket turns its errors
+into error frames by their codes (`MESSAGE_EMPTY`, `MESSAGE_TOO_LONG`,
+`TEMPORARY_HAS_NO_CONVERSATION` and DRF's own).
+"""
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from .models import Conversation, Message
@@ -15,18 +23,38 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: "7", 7.0 or true are refused, not turned into a number."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return data
+
+
+# Error codes of the rules below that DRF does not name itself (chat/frames.py maps them to frame codes).
+MESSAGE_EMPTY = "empty"
+MESSAGE_TOO_LONG = "too_long"
+TEMPORARY_HAS_NO_CONVERSATION = "temporary_has_no_conversation"
+
+
 class EvalTurnRequestSerializer(serializers.Serializer):
+    """The message of a turn. The limit is CHAT_MAX_MESSAGE_CHARS, or the context's "max_chars"."""
+
     content = StrictCharField(
         trim_whitespace=False, help_text="The message; at most CHAT_MAX_MESSAGE_CHARS characters."
     )
 
     def validate_content(self, value: str) -> str:
         if not value.strip():
-            raise serializers.ValidationError("Write a message; it is empty.")
-        limit = settings.CHAT_MAX_MESSAGE_CHARS
+            raise serializers.ValidationError(_("Write a message; it is empty."), code=MESSAGE_EMPTY)
+        limit = self.context.get("max_chars", settings.CHAT_MAX_MESSAGE_CHARS)
         if len(value) > limit:
             raise serializers.ValidationError(
-                f"The message has {len(value):,} characters; the limit is {limit:,}. Shorten it."
+                _("The message has {count} characters; the limit is {limit}. Shorten it.").format(
+                    count=f"{len(value):,}", limit=f"{limit:,}"
+                ),
+                code=MESSAGE_TOO_LONG,
             )
         return value
 
@@ -41,7 +69,7 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class TurnRequestSerializer(EvalTurnRequestSerializer):
-    conversation_id = serializers.IntegerField(
+    conversation_id = StrictIntegerField(
         required=False, allow_null=True, min_value=1, help_text="null (or absent) starts a new conversation."
     )
     temporary = StrictBooleanField(
@@ -53,7 +81,8 @@ class TurnRequestSerializer(EvalTurnRequestSerializer):
     def validate(self, attrs):
         if attrs.get("temporary") and attrs.get("conversation_id") is not None:
             raise serializers.ValidationError(
-                {"conversation_id": "A temporary turn is never stored, so it has no conversation; send null."}
+                {"conversation_id": _("A temporary turn is never stored, so it has no conversation; send null.")},
+                code=TEMPORARY_HAS_NO_CONVERSATION,
             )
         return attrs
 

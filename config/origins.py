@@ -12,6 +12,13 @@ behind nginx, which ends TLS and speaks ws to daphne). So `make run` on any
 port serves its own page without configuration, and a page on another port
 or scheme of the same host is refused.
 
+The check is channels' `OriginValidator` over the exact entries of
+`CHAT_ALLOWED_ORIGINS` (read at each handshake, so `override_settings`
+holds), with two things of ours added: an Origin must be a well-formed
+http(s) origin (`normalize`), and the own-origin rule above. channels'
+wildcards (`*`, a host without a scheme, `.example.com` for subdomains) are
+not honoured in `CHAT_ALLOWED_ORIGINS`: only exact origins count.
+
 `CHAT_ALLOWED_ORIGINS` defaults to the exact CSRF_TRUSTED_ORIGINS (the
 documented deployment: `https://chat.example.com`), and to nothing else:
 without them only the socket's own origin opens it. (It once defaulted to
@@ -20,7 +27,9 @@ page on port 80 or 443 of 127.0.0.1 drive a socket served on port 8001.)
 """
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import ParseResult, urlparse, urlsplit
+
+from channels.security.websocket import OriginValidator
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 SOCKET_SCHEMES = {"ws": "http", "wss": "https"}
@@ -60,20 +69,21 @@ def page_scheme(scope, headers: dict[bytes, bytes]) -> str:
     return SOCKET_SCHEMES.get(scope.get("scheme", "ws"), "http")
 
 
-def origin_allowed(scope) -> bool:
+def exact(patterns: list[str]) -> list[str]:
+    """The normalised exact origins of `patterns`; wildcards, subdomain patterns and non-origins are dropped."""
+    origins = [normalize(pattern) for pattern in patterns]
+    return [origin for origin in origins if origin is not None and not origin.split("://", 1)[1].startswith(".")]
+
+
+def own_origin(scope) -> bool:
+    """Whether the handshake's Origin is the socket's own: the page that opened it came from this host and port."""
     from django.conf import settings
     from django.http.request import split_domain_port, validate_host
 
     headers = dict(scope.get("headers") or [])
-    raw = headers.get(b"origin")
-    if not raw:
-        return False
-    origin = normalize(raw.decode("latin1"))
+    origin = normalize(headers.get(b"origin", b"").decode("latin1"))
     if origin is None:
         return False
-    if origin in {normalize(allowed) for allowed in settings.CHAT_ALLOWED_ORIGINS}:
-        return True
-    # The socket's own origin: the page that opened it was served by this host and port.
     host = headers.get(b"host", b"").decode("latin1")
     domain, _ = split_domain_port(host)
     if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
@@ -81,15 +91,34 @@ def origin_allowed(scope) -> bool:
     return origin == normalize(f"{page_scheme(scope, headers)}://{host}")
 
 
-class ExactOriginValidator:
-    """ASGI: refuse a WebSocket handshake whose Origin is not allowed exactly (before accept)."""
+class ExactOriginValidator(OriginValidator):
+    """channels' OriginValidator with exact origins only, plus the socket's own origin (refused before accept).
 
-    def __init__(self, application) -> None:
-        self.application = application
+    `allowed_origins` defaults to settings.CHAT_ALLOWED_ORIGINS, read at each handshake.
+    """
+
+    def __init__(self, application, allowed_origins: list[str] | None = None) -> None:
+        super().__init__(application, allowed_origins)
+
+    @property
+    def allowed_origins(self) -> list[str]:
+        from django.conf import settings
+
+        return exact(settings.CHAT_ALLOWED_ORIGINS if self.configured is None else self.configured)
+
+    @allowed_origins.setter
+    def allowed_origins(self, origins: list[str] | None) -> None:
+        self.configured = origins
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "websocket" and not origin_allowed(scope):
-            from channels.security.websocket import WebsocketDenier
+        if scope["type"] != "websocket":  # OriginValidator raises; this one guards only the socket
+            return await self.application(scope, receive, send)
+        if own_origin(scope):
+            return await self.application(scope, receive, send)
+        return await super().__call__(scope, receive, send)
 
-            return await WebsocketDenier()(scope, receive, send)
-        return await self.application(scope, receive, send)
+    def valid_origin(self, parsed_origin: ParseResult | None) -> bool:
+        # Only a well-formed http(s) origin is compared (no path, query or credentials; a bad port is
+        # refused here, where channels' port lookup would raise), and in its normal form.
+        origin = normalize(parsed_origin.geturl()) if parsed_origin is not None else None
+        return origin is not None and super().valid_origin(urlparse(origin))

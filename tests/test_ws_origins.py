@@ -9,8 +9,6 @@ from config.origins import derive_origins, normalize
 from tests.chat_helpers import fresh_agents, session_cookie  # noqa: F401
 
 
-
-
 async def handshake(user, origin: bytes | None, *, host: bytes | None = None, scheme: str = "ws",
                     forwarded_proto: bytes | None = None) -> bool:
     from config.asgi import application
@@ -82,6 +80,30 @@ async def test_a_configured_list_is_exact(user):
     assert not await handshake(user, b"http://chat.example.com")
     assert not await handshake(user, b"https://chat.example.com:8443")
     assert not await handshake(user, b"http://127.0.0.1")  # no longer derived
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_ALLOWED_ORIGINS=["*", "127.0.0.1", ".example.com", "https://.example.com", "http://x:99999",
+                                         "https://chat.example.com/path"],
+                   ALLOWED_HOSTS=["127.0.0.1", "chat.example.com"])
+async def test_channels_wildcards_are_not_honoured_only_exact_origins(user):
+    # config/origins.py is channels' OriginValidator over the exact entries only (tests/test_one_rule.py).
+    assert not await handshake(user, b"http://evil.example", host=b"127.0.0.1:8001")
+    assert not await handshake(user, b"http://127.0.0.1:9999", host=b"127.0.0.1:8001")
+    assert not await handshake(user, b"https://chat.example.com", host=b"127.0.0.1:8001")
+    assert not await handshake(user, b"https://sub.example.com", host=b"127.0.0.1:8001")
+    assert not await handshake(user, b"http://x:99999", host=b"127.0.0.1:8001")
+    assert not await handshake(user, None, host=b"127.0.0.1:8001")
+    assert await handshake(user, b"http://127.0.0.1:8001", host=b"127.0.0.1:8001")  # its own origin still
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CHAT_ALLOWED_ORIGINS=["https://chat.example.com"], ALLOWED_HOSTS=["chat.example.com"])
+async def test_an_origin_with_a_path_query_or_credentials_is_refused(user):
+    assert await handshake(user, b"https://chat.example.com/")
+    for origin in (b"https://chat.example.com/path", b"https://chat.example.com?q", b"https://u@chat.example.com",
+                   b"https://chat.example.com:99999", b"https://chat.example.com:x"):
+        assert not await handshake(user, origin), origin
 
 
 def test_normalize():
