@@ -93,6 +93,9 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     shutil.copy(ROOT / "pyproject.toml", source)
     shutil.copytree(ROOT / "agentmemory", source / "agentmemory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # The catalogues are compiled for the wheel as a release would (the .mo files are not in git).
+    for catalogue in (source / "agentmemory" / "locale").glob("*/LC_MESSAGES/*.po"):
+        run(["msgfmt", "--check", "-o", catalogue.with_suffix(".mo"), catalogue])
     (source / "docs").mkdir()
     shutil.copy(ROOT / "docs" / "integration.md", source / "docs")
     out = tmp_path_factory.mktemp("dist")
@@ -132,7 +135,9 @@ def test_the_wheel_holds_agentmemory_with_its_data_files_and_nothing_else(wheel)
                      "agentmemory/integrations/claude_memory.py", "agentmemory/testing/contract.py",
                      "agentmemory/store/__init__.py", "agentmemory/store/commit.py",
                      "agentmemory/threats/__init__.py", "agentmemory/threats/scan.py",
-                     "agentmemory/telemetry/__init__.py", "agentmemory/api/__init__.py"):
+                     "agentmemory/telemetry/__init__.py", "agentmemory/api/__init__.py",
+                     "agentmemory/locale/de/LC_MESSAGES/django.po", "agentmemory/locale/de/LC_MESSAGES/django.mo",
+                     "agentmemory/locale/de/LC_MESSAGES/djangojs.po", "agentmemory/locale/de/LC_MESSAGES/djangojs.mo"):
         assert required in names
 
     metadata = zipfile.ZipFile(wheel).read(dist_info + "METADATA").decode()
