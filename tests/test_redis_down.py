@@ -74,6 +74,8 @@ UNCOUNTED = {
     "account", "account-revoke-token", "account-sign-out-everywhere", "api-account-token",
     # The memory page's JavaScript catalogue (translations only; no cache, no database).
     "agentmemory:jsi18n",
+    # The chat page's JavaScript catalogue and the language switch (a cookie; no cache, no database).
+    "javascript-catalog", "set_language",
 }
 
 
