@@ -36,8 +36,14 @@ install-dev: $(DEV_STAMP)
 # walks every locale/ directory below it, the reusable app's included, so the
 # wheel built after it (tests/test_packaging.py) carries agentmemory's .mo.
 # (DEBUG=1 only lets the settings load without a SECRET_KEY; nothing is served.)
+# A machine without msgfmt gets Debian's gettext when make runs as root; otherwise
+# it is told, and the pages stay English (make test's translation tests need it).
 messages: install
-	env DEBUG=1 $(PY) manage.py compilemessages --ignore=.venv --ignore=.cache --ignore=node_modules --ignore=build --ignore=dist
+	@command -v msgfmt >/dev/null || [ "$$(id -u)" != 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q gettext >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gettext >/dev/null 2>&1; } || true
+	@if command -v msgfmt >/dev/null; then \
+		env DEBUG=1 $(PY) manage.py compilemessages --ignore=.venv --ignore=.cache --ignore=node_modules --ignore=build --ignore=dist; \
+	else echo "msgfmt is missing (apt-get install gettext): the catalogues are not compiled, pages stay English" >&2; fi
 
 # Serve the web chat on SQLite, with the in-memory channel layer and the
 # offline demo model (no API key needed), memory enabled.

@@ -48,7 +48,7 @@ def release_steps() -> list[list[str]]:
     assert len(lines) == 1, "the Procfile has one release: line"
     steps = [shlex.split(step) for step in lines[0].removeprefix("release:").split("&&")]
     assert [step[:3] for step in steps] == [
-        ["python", "manage.py", "migrate"], ["python", "manage.py", "memory_readiness"],
+        ["python", "manage.py", "compilemessages"], ["python", "manage.py", "migrate"], ["python", "manage.py", "memory_readiness"],
         ["python", "manage.py", "collectstatic"], ["python", "manage.py", "check"],
     ]
     return steps
