@@ -165,6 +165,10 @@ class MemoryOutcome:
     memory_full: bool = False
     proposal_id: int | None = None  # status proposed: the proposal to save or discard
     change_id: int | None = None  # status committed with a change: the change to undo (`agentmemory.versions`)
+    # Make room after a save that did not fit (`MemoryTurn.make_room`): "proposed", or the code of why nothing
+    # was ("not_offered", "already_stored", tidy's failure code, "error:<Type>"); "" when not tried. Content-free,
+    # for the curation eval and logs; not part of `as_dict` (frames and the API do not carry it).
+    room: str = ""
 
     @property
     def message(self) -> str:
@@ -224,6 +228,7 @@ class MemoryTurn:
         self.erasures: int | None = None  # the person's erase count, read with the memory
         self.committed: store.CommitResult | None = None
         self._ledger: MemoryLedger | None = None
+        self.room = ""  # what make_room did (`MemoryOutcome.room`)
         self._outcome: MemoryOutcome | None = None
 
     # --- reading ----------------------------------------------------------------
@@ -559,21 +564,30 @@ class MemoryTurn:
         content).
         """
         ledger = self._ledger
-        if ledger is None or not ledger.room_wanted or not self.enabled or self.replayed or not tidy.offered():
+        if ledger is None or not ledger.room_wanted or not self.enabled or self.replayed:
+            return None
+        if not tidy.offered():
+            self.room = "not_offered"
             return None
         saved = self.committed.snapshot if self.committed is not None else self.snapshot
         wanted = [(target, content) for target, content in ledger.room_wanted
                   if saved is None or content not in saved.entries(target)]
         if not wanted:
+            self.room = "already_stored"
             return None
         target = wanted[0][0]
         pending = [content for where, content in wanted if where == target]
         try:
-            return await in_worker(tidy.propose, user_id=self.user_id, target=target, pending=pending)
+            proposal_id = await in_worker(tidy.propose, user_id=self.user_id, target=target, pending=pending)
         except tidy.TidyFailed as failed:
             logger.info("make room: nothing proposed (%s)", failed.code)
+            self.room = str(failed.code)[:40]
         except Exception as exc:
             logger.warning("make room: nothing proposed (%s)", type(exc).__name__)
+            self.room = f"error:{type(exc).__name__}"[:40]
+        else:
+            self.room = "proposed"
+            return proposal_id
         return None
 
     # --- idempotency ---------------------------------------------------------------------

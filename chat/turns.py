@@ -490,8 +490,8 @@ class _Turn:
         except asyncio.CancelledError:
             return outcome, True
         if proposal_id is None:
-            return outcome, False
-        return replace(outcome, proposal_id=proposal_id), False
+            return replace(outcome, room=self.memory.room), False
+        return replace(outcome, proposal_id=proposal_id, room=self.memory.room), False
 
     async def _fail(self, failure: TurnFailed) -> None:
         failure.turn_id = self.turn_id

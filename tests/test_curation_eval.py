@@ -111,6 +111,9 @@ DEMO_FIGURES = {
     "turns_with_question": 0,
     "question_reasons": {},
     "memory_outcome_codes": {},
+    # The demo's overflowing add in two consolidation scenarios: make room asks for a tidied document, and
+    # the demo's tidy (it keeps every entry) still does not fit, so nothing is offered.
+    "make_room": {"tidy_over_capacity": 2},
     "consolidation_runs": 4,
     "consolidation_runs_met_after_accept": 0,  # its add overflows and is refused: nothing to accept
     "consolidation_proposals_saved": 0,
@@ -380,11 +383,11 @@ def observe(scenario, *turns, seeded=None):
 
 
 def turn(index=0, role="none", reply="ok", code="", events=(), before=Snapshot(), after=Snapshot(),
-         person="a", status="nothing_to_commit", proposals=(), memory_code=""):
+         person="a", status="nothing_to_commit", proposals=(), memory_code="", room=""):
     return TurnObservation(person=person, index=index, role=role, reply=reply, code=code, latency_ms=10.0 * (index + 1),
                            tool_events=events, before=before, after=after, prompt_chars=400, requests=1,
                            memory_status=status, memory_code=memory_code,
-                           proposal_id=proposals[0].id if proposals else None, proposals=tuple(proposals))
+                           proposal_id=proposals[0].id if proposals else None, proposals=tuple(proposals), room=room)
 
 
 def proposal(*operations, pid=1):
@@ -907,3 +910,19 @@ def test_new_rules_are_in_both_halves():
     consolidation = [s.id for s in scenarios if s.kind == "consolidation_when_full"]
     assert len(consolidation) == 4
     assert sum(1 for name in consolidation if name in halves["held-out"]) == 2
+
+
+def test_make_room_is_counted_by_what_it_did():
+    """Make room after a save that did not fit: how often it proposed, and why it did not (codes, no content)."""
+    full = Scenario(id="f", kind="consolidation_when_full", turns=(Turn("a", "write"), Turn("b", "write"), Turn("c", "write")),
+                    expect=(NOTHING,))
+    result = judge(observe(full, turn(0, role="write", status="nothing_to_commit", room="proposed",
+                                      proposals=(proposal(("memory", "add", "x", "")),)),
+                           turn(1, role="write", room="not_offered"), turn(2, role="write")))
+    figures = score([result])
+
+    assert figures.make_room == {"not_offered": 1, "proposed": 1}
+    assert figures.as_dict()["make_room"] == {"not_offered": 1, "proposed": 1}
+    assert dict(curation.report_rows(figures))[
+        "Make room after a save that did not fit (proposed, or why not)"] == "not_offered ×1, proposed ×1"
+    assert [t.room for t in result.turns] == ["proposed", "not_offered", ""]

@@ -274,7 +274,8 @@ async def test_a_save_that_does_not_fit_is_offered_with_room_made_and_saved_by_t
     unchanged = (await snapshot_of(user)).memory == tuple(_FULL)
     assert unchanged, "nothing is saved before the person saves"
     (proposal,) = await pending(user)
-    assert result.memory.proposal_id == proposal.id
+    assert result.memory.proposal_id == proposal.id and result.memory.room == "proposed"
+    assert "room" not in result.memory.as_dict(), "the eval's code, not the frame's"
     assert [op.action for op in proposal.operations] == ["remove", "replace", "add"]
 
     saved = await db(proposals.save, user_id=user.pk, proposal_id=proposal.id)
@@ -297,6 +298,7 @@ async def test_make_room_keeps_the_entry_when_the_model_leaves_it_out_and_offers
     result = await run_turn(user=user, content="remember: " + _NEW.strip())
 
     assert result.memory.proposal_id is None, "kept as it was, the new entry still does not fit: nothing is offered"
+    assert result.memory.room not in ("", "proposed"), "make room was tried, and says why nothing was offered"
     assert await pending(user) == []
     scripted_model.push(
         tool_call(ops(add(short + " " + "It writes parquet files and takes about forty minutes. " * 8))),
@@ -326,6 +328,7 @@ async def test_no_room_is_made_for_a_secret_or_with_tidy_up_off(user, scripted_m
     result = await run_turn(user=user, content="remember: " + _NEW.strip())
 
     assert result.memory.memory_full and result.memory.proposal_id is None
+    assert result.memory.room == "not_offered"
     assert len(scripted_model.requests) == 4 and await pending(user) == []
 
 
@@ -402,3 +405,4 @@ async def test_a_merge_that_missed_before_an_add_that_fits_makes_no_room(user, s
 
     assert [event.code for event in result.tool_events] == ["no_match"]
     assert result.memory.proposal_id is None and len(scripted_model.requests) == 2
+    assert result.memory.room == "", "not tried"

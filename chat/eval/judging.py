@@ -49,6 +49,7 @@ class TurnObservation:
     memory_code: str = ""  # its code (proposed "asked": all offered; committed "partly_asked": part offered)
     proposal_id: int | None = None  # the outcome's proposal (something was offered as a question)
     proposals: tuple = ()  # the proposals this turn left pending (agentmemory.proposals.Proposal; content)
+    room: str = ""  # make room after a save that did not fit: "proposed" or why not (MemoryOutcome.room)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class TurnRecord:
     memory_code: str = ""
     proposed: bool = False  # the turn offered a change as a question (a proposal was created)
     proposal_reasons: tuple[str, ...] = ()  # why, per offered operation (gate reason codes; content-free)
+    room: str = ""  # make room: "proposed" or why not ("" when not tried)
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
             memory_code=turn.memory_code,
             proposed=turn.proposal_id is not None or bool(turn.proposals),
             proposal_reasons=_proposal_reasons(turn),
+            room=turn.room,
         )
         for turn in observation.turns
     )

@@ -67,6 +67,7 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Tool-call text in answers", str(f.leaked_tool_text)),
         ("Memory outcomes told (status counts)", _codes(f.memory_outcomes) or "none"),
         ("Memory outcome codes (status:code counts)", _codes(f.memory_outcome_codes) or "none"),
+        ("Make room after a save that did not fit (proposed, or why not)", _codes(f.make_room) or "not tried"),
         ("Memory changed without a 'committed' outcome", str(f.stored_not_committed)),
         ("Turn latency median / p90", latency),
         ("Prompt, first request, empty memory (system + tool schema)", prompt),
@@ -111,7 +112,7 @@ def results_json(meta: Mapping, figures: Figures, results: Sequence[ScenarioResu
                 # offered and why (gate reason codes), the outcome status and code, refused call codes
                 "turns": [
                     {"role": t.role, "stored": t.stored, "asked": t.proposed, "reasons": list(t.proposal_reasons),
-                     "status": t.memory_status, "code": t.memory_code, "calls": t.memory_tool_calls,
+                     "status": t.memory_status, "code": t.memory_code, "room": t.room, "calls": t.memory_tool_calls,
                      "refused": list(t.tool_codes)}
                     for t in r.turns
                 ],

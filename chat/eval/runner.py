@@ -252,6 +252,7 @@ class Runner:
                 requests=tally.requests if measured else None, memory_status=status,
                 memory_code=str(getattr(memory, "code", "") or "")[:40],
                 proposal_id=getattr(memory, "proposal_id", None), proposals=new_proposals,
+                room=str(getattr(memory, "room", "") or "")[:40],
             ))
             before = after
         return observed

@@ -67,6 +67,7 @@ class Figures:
     turns_with_question: int = 0  # every turn that created a proposal
     question_reasons: dict = field(default_factory=dict)  # why, per offered operation (gate reason codes)
     memory_outcome_codes: dict = field(default_factory=dict)  # non-empty outcome codes, as "status:code"
+    make_room: dict = field(default_factory=dict)  # make room after a save that did not fit: "proposed" or why not
     consolidation_runs: int = 0
     consolidation_runs_met_after_accept: int = 0  # met once the harness saved the offered proposal
     consolidation_proposals_saved: int = 0
@@ -203,6 +204,7 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
         question_reasons=dict(sorted(Counter(r for turn in turns for r in turn.proposal_reasons).items())),
         memory_outcome_codes=dict(sorted(Counter(
             f"{turn.memory_status or '?'}:{turn.memory_code}" for turn in turns if turn.memory_code).items())),
+        make_room=dict(sorted(Counter(turn.room for turn in turns if turn.room).items())),
         consolidation_runs=len(consolidation_runs),
         consolidation_runs_met_after_accept=sum(1 for result in consolidation_runs if result.met_after_accept),
         consolidation_proposals_saved=sum(result.accepted_saves for result in consolidation_runs),
