@@ -17,21 +17,28 @@ the same load:
                        replica; the workers find it through them
                        (REDIS_SENTINELS); the killed one comes back as replica
 
-The load: N people (default 20), each with an API token, send `remember:`
-turns through haproxy (`POST /api/chat/turns/` on http://127.0.0.1:8100),
-one at a time each, every note a unique token, with the offline demo model
-(the workers have no OPENAI_API_KEY). Each person also keeps one chat socket
-open through haproxy (a session of their own), which receives
-`memory_changed` when their turns commit on whichever worker. Every answer is
-recorded as the person was told it:
+The load: N people (default 20), each with an API token and a signed-in
+session, all through haproxy (http://127.0.0.1:8100), with the offline demo
+model (the workers have no OPENAI_API_KEY). Each person sends, one step at a
+time, in turn (`MIX`, offset by the person, so every kind runs at every
+moment): a `remember:` turn over REST (`POST /api/chat/turns/`); a pair of
+`remember:` turns at once from two chat sockets of their own (two workers,
+one person's memory: the lost-update case); a memory API edit
+(`POST /api/memory/operations/`, the person's own add); and a plain turn
+that saves nothing. Every note is a unique token. `--no-mix` sends only the
+REST `remember:` turns. Each person also keeps one chat socket open, which
+receives `memory_changed` when their changes commit on whichever worker.
+Every answer is recorded as the person was told it:
 
-    saved        200, memory `committed`
-    not_saved    200, any other memory outcome (`discarded/...`, `unavailable`)
-    in_doubt     200, memory `unconfirmed` (the commit's outcome could not be confirmed)
-    failed       an HTTP error the application answered (JSON with a code), or
-                 haproxy's 503 (no worker: the request reached none)
-    no_answer    the connection broke, timed out, or haproxy answered 502/504
+    saved        memory `committed` (a turn's, 200 or `turn_completed`; the API's `outcome`)
+    not_saved    any other memory outcome (`discarded/...`, `unavailable`); the API's 503
+                 `connection_lost` (the database confirmed the change is not stored)
+    in_doubt     `unconfirmed` (the commit's outcome could not be confirmed)
+    failed       an error the application answered (JSON with a code, `turn_failed`, an
+                 error frame), or haproxy's 503 (no worker: the request reached none)
+    no_answer    the connection or socket broke, timed out, or haproxy answered 502/504
                  (the worker died under the request): nobody said anything
+    answered     a plain turn that answered (nothing to look for in memory)
 
 The load stops by itself: --after seconds after the first turn sent after
 the (last) fault that commits, or at --deadline, or after --max-turns per
@@ -79,6 +86,7 @@ import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -100,11 +108,19 @@ class Outcome:
     turn: int
     sent: float  # seconds since the load started
     received: float
-    told: str  # saved | not_saved | in_doubt | failed | no_answer
+    told: str  # saved | not_saved | in_doubt | failed | no_answer (a plain turn: answered | failed | no_answer)
     detail: str  # memory status/code, HTTP status:code, or the transport error's type
     stored: bool | None = None
     live_update: float | None = None  # when the person's socket got memory_changed for it
     note: str = ""  # the unique token; left out of the written record
+    kind: str = "rest"  # rest | socket (one of a concurrent pair) | api (a memory API edit) | plain
+
+
+# What each person sends, in turn (offset by the person's index, so every kind runs at every moment):
+# a `remember:` turn over REST, a concurrent pair of `remember:` turns from two sockets of their own, a
+# memory API edit (`POST /api/memory/operations/`), and a plain turn that saves nothing.
+MIX = ("rest", "socket_pair", "api", "plain", "rest")
+PLAIN = "What is a good name for a small boat?"
 
 
 def log(message: str) -> None:
@@ -466,15 +482,101 @@ def create_people(count: int, run: str) -> list[dict]:
 
 def take_turn(key: str, content: str, timeout: float) -> tuple[str, str]:
     """Send one turn; return what the person was told: (told, detail)."""
+    body, failure = post_json(key, "/api/chat/turns/", {"content": content, "conversation_id": None}, timeout)
+    if failure is not None:
+        return failure
+    memory = body.get("memory") or {}
+    status = memory.get("status", "?") + (f"/{memory['code']}" if memory.get("code") else "")
+    if memory.get("status") == "committed" and "memory" in (memory.get("changed") or ()):
+        return "saved", status
+    if memory.get("status") == "unconfirmed":
+        return "in_doubt", status
+    return "not_saved", status
+
+
+def api_edit(key: str, note: str, timeout: float) -> tuple[str, str]:
+    """Add `note` through the memory API as the person's own edit; return what they were told."""
+    body, failure = post_json(key, "/api/memory/operations/",
+                              {"operations": [{"target": "memory", "action": "add", "content": note}]}, timeout)
+    if failure is not None:
+        told, detail = failure
+        # The API's own answers for a COMMIT whose answer was lost: confirmed not stored, or unknown.
+        if detail.endswith(":connection_lost"):
+            return "not_saved", detail
+        if detail.endswith(":unconfirmed"):
+            return "in_doubt", detail
+        return told, detail
+    outcome = str(body.get("outcome") or "?")
+    if outcome == "committed" and "memory" in (body.get("changed") or ()):
+        return "saved", outcome
+    return "not_saved", outcome
+
+
+def socket_pair(session_key: str, contents: tuple[str, str], timeout: float) -> list[tuple[str, str]]:
+    """Two sockets of one person through haproxy, each sending a turn at once; what each was told."""
+    from websockets.sync.client import connect
+
+    told: list[tuple[str, str] | None] = [None, None]
+    with ExitStack() as opened:
+        try:
+            sockets = [opened.enter_context(connect(SOCKET_URL, origin="http://127.0.0.1:8100", open_timeout=10,
+                                                    additional_headers={"Cookie": f"sessionid={session_key}"}))
+                       for _ in contents]
+        except Exception as error:
+            # Refused at the handshake (an HTTP status: a worker that could not check the session), or no answer.
+            status = getattr(getattr(error, "response", None), "status_code", None)
+            return [("failed", f"socket_not_opened:{status or type(error).__name__}")] * len(contents)
+        _pair_turns(sockets, contents, told, timeout)
+    return [answer or ("no_answer", "socket:no_frame") for answer in told]
+
+
+def _pair_turns(sockets: list, contents: tuple[str, str], told: list, timeout: float) -> None:
+    """Send each socket its turn at once, and wait for each one's answer (in `told`)."""
+
+    def one(index: int) -> None:
+        socket = sockets[index]
+        try:
+            socket.send(json.dumps({"type": "user_message", "content": contents[index], "conversation_id": None}))
+            deadline = time.monotonic() + timeout
+            while True:
+                frame = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
+                if frame.get("type") in ("turn_completed", "turn_failed"):
+                    break
+                if frame.get("type") == "error":
+                    told[index] = ("failed", f"error:{frame.get('code')}")
+                    return
+        except Exception as error:  # the socket closed under the turn, or no answer in time: nobody said
+            told[index] = ("no_answer", f"socket:{type(error).__name__}")
+            return
+        memory = frame.get("memory") or {}
+        status = memory.get("status", "?") + (f"/{memory['code']}" if memory.get("code") else "")
+        if frame["type"] == "turn_completed" and memory.get("status") == "committed" \
+                and "memory" in (memory.get("changed") or ()):
+            told[index] = ("saved", status)
+        elif memory.get("status") == "unconfirmed":
+            told[index] = ("in_doubt", status)
+        elif frame["type"] == "turn_failed":
+            told[index] = ("failed", f"turn_failed:{frame.get('code')}/{status}")
+        else:
+            told[index] = ("not_saved", status)
+
+    threads = [threading.Thread(target=one, args=(index,), daemon=True) for index in range(len(contents))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout + 5)
+
+
+def post_json(key: str, path: str, payload: dict, timeout: float) -> tuple[dict, tuple[str, str] | None]:
+    """POST through haproxy with the person's token and a fresh Idempotency-Key: (body, None) or ({}, told)."""
     request = urllib.request.Request(
-        f"{BALANCER}/api/chat/turns/", method="POST",
-        data=json.dumps({"content": content, "conversation_id": None}).encode(),
+        f"{BALANCER}{path}", method="POST", data=json.dumps(payload).encode(),
         headers={"Authorization": f"Token {key}", "Content-Type": "application/json",
                  "Idempotency-Key": secrets.token_hex(16)},
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = json.load(response)
+            return json.load(response), None
     except urllib.error.HTTPError as error:
         try:
             code = json.loads(error.read() or b"{}").get("code", "") or "-"
@@ -483,20 +585,13 @@ def take_turn(key: str, content: str, timeout: float) -> tuple[str, str]:
         if code == "not_json" and error.code in (502, 504):
             # haproxy's own answer: the worker died or went silent under the request. Nobody said
             # whether anything was saved.
-            return "no_answer", f"{error.code}:balancer"
+            return {}, ("no_answer", f"{error.code}:balancer")
         if code == "not_json" and error.code == 503:
-            return "failed", "503:balancer_no_worker"  # haproxy had no worker to send it to
-        return "failed", f"{error.code}:{code}"
+            return {}, ("failed", "503:balancer_no_worker")  # haproxy had no worker to send it to
+        return {}, ("failed", f"{error.code}:{code}")
     except Exception as error:  # the connection broke, or no answer in time
         reason = getattr(error, "reason", None)
-        return "no_answer", type(reason if isinstance(reason, BaseException) else error).__name__
-    memory = body.get("memory") or {}
-    status = memory.get("status", "?") + (f"/{memory['code']}" if memory.get("code") else "")
-    if memory.get("status") == "committed" and "memory" in (memory.get("changed") or ()):
-        return "saved", status
-    if memory.get("status") == "unconfirmed":
-        return "in_doubt", status
-    return "not_saved", status
+        return {}, ("no_answer", type(reason if isinstance(reason, BaseException) else error).__name__)
 
 
 class Sockets:
@@ -610,22 +705,37 @@ def run_drill(name: str, args) -> int:
         # After a repeated fault, the commit that counts follows the last one.
         return fault.times.get("last", fault.times.get("at")) if fault.done.is_set() else None
 
-    def person(index: int, key: str) -> None:
+    def person(index: int, key: str, session_key: str) -> None:
         for turn in range(args.max_turns):
             if stop.is_set():
                 return
-            note = f"drill note {run}-{index}-{turn}-{secrets.token_hex(3)}"
+            kind = MIX[(index + turn) % len(MIX)] if args.mix else "rest"
+            notes = [f"drill note {run}-{index}-{turn}-{part}{secrets.token_hex(3)}"
+                     for part in (("a", "b") if kind == "socket_pair" else ("",))]
             sent = clock()
-            told, detail = take_turn(key, f"remember: {note}", args.request_timeout)
+            if kind == "socket_pair":
+                answers = socket_pair(session_key, tuple(f"remember: {note}" for note in notes),
+                                      args.request_timeout)
+                kinds = ["socket"] * len(notes)
+            elif kind == "api":
+                answers, kinds = [api_edit(key, notes[0], args.request_timeout)], ["api"]
+            elif kind == "plain":
+                told, detail = take_turn(key, PLAIN, args.request_timeout)
+                answers, kinds, notes = [("answered" if told != "failed" and told != "no_answer" else told,
+                                          detail)], ["plain"], [""]
+            else:
+                answers, kinds = [take_turn(key, f"remember: {notes[0]}", args.request_timeout)], ["rest"]
             received = clock()
             with lock:
-                outcomes.append(Outcome(index, turn, sent, received, told, detail, note=note))
-                at = fault_time()
-                if told == "saved" and at is not None and sent >= at and "first" not in first_commit:
-                    first_commit["first"] = received
+                for (told, detail), note, made in zip(answers, notes, kinds):
+                    outcomes.append(Outcome(index, turn, sent, received, told, detail, note=note, kind=made))
+                    at = fault_time()
+                    if told == "saved" and at is not None and sent >= at and "first" not in first_commit:
+                        first_commit["first"] = received
             time.sleep(args.think)
 
-    threads = [threading.Thread(target=person, args=(i, p["token"]), daemon=True) for i, p in enumerate(people)]
+    threads = [threading.Thread(target=person, args=(i, p["token"], p["session"]), daemon=True)
+               for i, p in enumerate(people)]
     for thread in threads:
         thread.start()
 
@@ -681,6 +791,8 @@ def run_drill(name: str, args) -> int:
     if truth is None:
         return 1
     for outcome in outcomes:
+        if not outcome.note:  # a plain turn: nothing to look for
+            continue
         outcome.stored = any(outcome.note in entry for entry in truth["notes"][outcome.person])
         sent_after = outcome.sent
         outcome.live_update = next((t for t in sockets.updates.get(outcome.person, ())
@@ -689,6 +801,8 @@ def run_drill(name: str, args) -> int:
     at = fault.times.get("at")
     told = Counter(o.told for o in outcomes)
     lost = [o for o in outcomes if o.told == "saved" and not o.stored]
+    by_kind = {kind: dict(Counter(o.told for o in outcomes if o.kind == kind))
+               for kind in sorted({o.kind for o in outcomes})}
     lies = [o for o in outcomes if o.told in ("not_saved", "failed") and o.stored]
     in_doubt = [o for o in outcomes if o.told == "in_doubt"]
     no_answer = [o for o in outcomes if o.told == "no_answer"]
@@ -707,7 +821,7 @@ def run_drill(name: str, args) -> int:
     figures = {
         "drill": name, "run": run, "people": args.people, "turns": len(outcomes),
         "load_seconds": round(load_seconds, 1),
-        "told": dict(told),
+        "told": dict(told), "told_by_kind": by_kind,
         "acknowledged_saves_lost": len(lost),
         "lies_the_other_way": len(lies),
         "in_doubt": len(in_doubt), "in_doubt_stored": sum(1 for o in in_doubt if o.stored),
@@ -744,6 +858,7 @@ def run_drill(name: str, args) -> int:
     log(f"  turns: {len(outcomes)} in {load_seconds:.1f} s ({len(after_fault)} sent after the fault)")
     log(f"  told: saved {told['saved']}, answered not saved {told['not_saved']}, in doubt {told['in_doubt']}, "
         f"failed {told['failed']}, no answer {told['no_answer']}")
+    log(f"  by kind: {json.dumps(by_kind)}")
     log(f"  fault: {json.dumps(figures['fault_times_s'])}; {json.dumps(fault.facts)}")
     log(f"  fault -> first saved answer {figures['fault_to_first_saved_answer_s']} s "
         f"(to a turn sent after the {'last ' if 'last' in fault.times else ''}fault: "
@@ -851,6 +966,9 @@ def main() -> int:
     parser.add_argument("--deadline", type=float, default=90.0, help="the load stops by then in any case")
     parser.add_argument("--max-turns", type=int, default=40, help="turns per person at most")
     parser.add_argument("--think", type=float, default=0.2, help="seconds between one person's turns")
+    parser.add_argument("--no-mix", dest="mix", action="store_false",
+                        help="only `remember:` turns over REST (default: the mix of REST and socket turns, "
+                             "concurrent socket pairs, memory API edits and plain turns)")
     parser.add_argument("--request-timeout", type=float, default=30.0)
     parser.add_argument("--standby-wait", type=float, default=90.0,
                         help="seconds to wait for a streaming synchronous standby before a leader fault")
