@@ -3,11 +3,12 @@
 Each ```python block is taken from the document and executed alone in a
 fresh namespace (so a sample that leans on another's imports fails), then
 driven: the settings and URL samples are checked for what they configure,
-the memory turn sample and the three agent loops run against a scripted
-OpenAI-compatible server over real HTTP (`tests.scripted_plain`: the loops
-do not stream), found through OPENAI_BASE_URL and OPENAI_API_KEY as a
-project's own client would find its endpoint. The model calls memory_update
-once, then answers; the fact must be committed after the answer, once.
+the memory turn sample and the three agent loops run against the scripted
+model over real HTTP (`tests.scripted_model`, the package's ScriptedServer,
+not streamed: the loops do not stream), found through OPENAI_BASE_URL and
+OPENAI_API_KEY as a project's own client would find its endpoint. The
+model calls memory_update once, then answers; the fact must be committed
+after the answer, once.
 
 The three adapter samples (OpenAI Agents SDK, Pydantic AI, Claude) need
 their extras, which this project does not install: they run in
@@ -26,8 +27,7 @@ from django.urls import reverse
 
 from agentmemory import store
 from tests.chat_helpers import db
-from tests.scripted_model import text, tool_call
-from tests.scripted_plain import PlainScriptedModel
+from tests.scripted_model import ScriptedModel, text, tool_call
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 FACT = "Prefers answers with one short code example"
@@ -108,7 +108,7 @@ def test_the_urls_sample():
 @pytest.fixture
 def model(monkeypatch):
     """The scripted server, where an `AsyncOpenAI()` built from the environment finds it."""
-    with PlainScriptedModel() as server:
+    with ScriptedModel() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "integration-docs")
         monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # the SDK would export traces to OpenAI

@@ -11,14 +11,37 @@ script:
 - `POST /v1/messages`, not streamed: Anthropic's client, tool_use blocks
   included (the memory tool `memory_20250818` is declared like any tool).
 
-A step is protocol-neutral: `Say(text)` answers (`finished=False`: cut off
-at the output limit: finish_reason "length", status "incomplete",
-stop_reason "max_tokens"), `Call(name, arguments)` calls one tool,
-`Fail(status)` answers an HTTP error, `Hang(seconds)` answers nothing until
-the server stops or the time is up, and `Rule(fn)` picks the step from the
-request (`fn(seen: Seen) -> step`). Every request lands in `requests` as a
-`Seen` (protocol, the decoded body, and the neutral view of it); an empty
-script answers 500. Nothing here prints or logs a body.
+A step is protocol-neutral:
+
+- `Say(text)` answers (`finished=False`: cut off at the output limit:
+  finish_reason "length", status "incomplete", stop_reason "max_tokens");
+- `Call(name, arguments)` calls one tool (arguments a dict, or a JSON
+  string sent as it is);
+- `Answer(text, calls, finish=..., done=..., pace=...)` is the whole form
+  that Say and Call shorten: text, then any number of `Call`s in one answer,
+  ending with `finish` ("stop", "length", "tool_calls", "content_filter", or
+  None: a stream with no finish reason; by default "tool_calls" after calls,
+  else "stop"); a stream leaves out its `data: [DONE]` with `done=False`
+  and waits `pace` seconds between chunks;
+- `Fail(status, message)` answers an HTTP error in the protocol's shape;
+- `Hang(seconds)` answers nothing until the server stops, the client hangs
+  up or the time is up (then 503);
+- `Cut(text)` sends the text, then closes the connection mid-body (a stream
+  without its finish reason, `[DONE]` or terminating chunk; a JSON body
+  shorter than its Content-Length): a protocol error in the client;
+- `Endless(pace, at_most)` streams distinct words ("w1 w2 ...") with no end
+  until the client hangs up or `at_most` seconds pass (then "stop"), as a
+  model that never stops; not streamed, it is a `Hang(at_most)`;
+- `Rule(fn)` picks the step from the request (`fn(seen: Seen) -> step`).
+
+Text, in Say, Answer and Cut, is a string (streamed word by word) or a
+sequence of pieces (streamed as given, one delta each). Every request lands
+in `requests` as a `Seen` (protocol, the decoded body, and the neutral view
+of it; a Seen also reads as its body: `seen["messages"]`, `"tools" in
+seen`); `hangups` holds the `time.monotonic()` of each client that hung up
+before its answer was whole; `errors` the script's own failures (a rule that
+raised or returned no step), content-free. An empty script answers 500
+"script exhausted". Nothing here prints or logs a body.
 
     with ScriptedServer() as server:
         server.push(Call("memory_update", {...}), Say("Noted."))
@@ -29,11 +52,12 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,30 +67,61 @@ RESPONSES = "responses"
 MESSAGES = "messages"
 PATHS = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/v1/messages": MESSAGES}
 EXHAUSTED = "script exhausted"
+AUTO = "auto"  # Answer.finish: "tool_calls" after calls, else "stop"
 # OpenAI's object names; joined so that no string here reads as a dotted path into a `chat` package
 # (tests/test_import_graph.py looks for those).
 COMPLETION = ".".join(("chat", "completion"))
 COMPLETION_CHUNK = ".".join(("chat", "completion", "chunk"))
 _WORD = re.compile(r"\S+\s*|\s+")
+# How each finish reads in the Responses API (status incomplete) and in Anthropic's Messages API.
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+
+Text = str | Sequence[str]  # a string (streamed word by word) or its pieces (streamed as given)
 
 
 # --- the script ---------------------------------------------------------------
+
+
+def _text(text: Text) -> str | tuple[str, ...]:
+    return text if isinstance(text, str) else tuple(text)
 
 
 @dataclass(frozen=True)
 class Say:
     """Answer with text; `finished=False` stops it at the output limit."""
 
-    text: str = field(repr=False)
+    text: Text = field(repr=False)
     finished: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", _text(self.text))
 
 
 @dataclass(frozen=True)
 class Call:
-    """Call one tool with these arguments (a dict; for Anthropic, the tool_use input)."""
+    """Call one tool with these arguments (a dict, or a JSON string sent as it is; for Anthropic, the input)."""
 
     name: str
-    arguments: dict = field(repr=False)
+    arguments: dict | str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One whole answer: text, then `calls`, ending with `finish` (see the module's docstring)."""
+
+    text: Text = field(default="", repr=False)
+    calls: Sequence[Call] = ()
+    finish: str | None = AUTO
+    done: bool = True  # a stream ends with `data: [DONE]`
+    pace: float = 0.0  # seconds between streamed chunks
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", _text(self.text))
+        object.__setattr__(self, "calls", tuple(self.calls))
+        for call in self.calls:
+            if not isinstance(call, Call):
+                raise TypeError(f"Answer(calls=...) takes Call steps, not {type(call).__name__}")
 
 
 @dataclass(frozen=True)
@@ -74,13 +129,33 @@ class Fail:
     """Answer an HTTP error in the protocol's error shape."""
 
     status: int = 500
+    message: str = "scripted failure"
 
 
 @dataclass(frozen=True)
 class Hang:
-    """Answer nothing until the server stops or `seconds` pass (then 503): a model that never ends."""
+    """Answer nothing until the server stops, the client hangs up or `seconds` pass (then 503)."""
 
     seconds: float = 15.0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Send `text`, then close the connection mid-body: a protocol error in the client."""
+
+    text: Text = field(default="partial answer", repr=False)
+    pace: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", _text(self.text))
+
+
+@dataclass(frozen=True)
+class Endless:
+    """Stream distinct words until the client hangs up or `at_most` seconds pass: a model that never stops."""
+
+    pace: float = 0.02
+    at_most: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -90,18 +165,20 @@ class Rule:
     fn: Callable[[Seen], object] = field(repr=False)
 
 
-Step = Say | Call | Fail | Hang | Rule
+Step = Say | Call | Answer | Fail | Hang | Cut | Endless | Rule
+STEPS = (Say, Call, Answer, Fail, Hang, Cut, Endless, Rule)
 
 
 @dataclass(frozen=True)
-class Seen:
+class Seen(Mapping[str, Any]):
     """One request as the model saw it: the protocol, the body, and a neutral view.
 
     `system` is the system prompt (instructions), `last_user` the text of the
     person's latest message, `after_tool` whether the request ends with a
     tool's result, `tools` the names of the tools offered (and for Anthropic
     the types too, e.g. "memory_20250818"), `tool_results` the text of the
-    results after the person's latest message.
+    results after the person's latest message. A Seen also reads as its
+    decoded body (`seen["messages"]`, `seen.get("tools")`, `"tools" in seen`).
     """
 
     protocol: str
@@ -116,6 +193,15 @@ class Seen:
     def text(self) -> str:
         """The whole request as text, to search for a value."""
         return json.dumps(self.body, ensure_ascii=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.body[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.body)
+
+    def __len__(self) -> int:
+        return len(self.body)
 
 
 def _text_of(content: object) -> str:
@@ -179,6 +265,7 @@ class ScriptedServer:
         self.delay = delay  # seconds before each answer, so concurrent turns interleave
         self.requests: list[Seen] = []
         self.errors: list[str] = []  # failures of the script itself, content-free
+        self.hangups: list[float] = []  # time.monotonic() of each client that hung up before its answer was whole
         self._script: deque = deque()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -204,16 +291,18 @@ class ScriptedServer:
 
     def push(self, *steps: Step) -> None:
         for step in steps:
-            if not isinstance(step, (Say, Call, Fail, Hang, Rule)):
+            if not isinstance(step, STEPS):
                 raise TypeError(f"push() takes script steps, not {type(step).__name__}")
         with self._lock:
             self._script.extend(steps)
 
     def reset(self) -> None:
+        """Forget the script, the requests, the errors and the hang-ups (a server shared by several tests)."""
         with self._lock:
             self._script.clear()
             self.requests.clear()
             self.errors.clear()
+            self.hangups.clear()
 
     def wait_for_requests(self, count: int, timeout: float = 10.0) -> bool:
         """Block until `count` requests arrived (True) or `timeout` passed (False)."""
@@ -248,23 +337,30 @@ class ScriptedServer:
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
-    def _take(self, seen: Seen) -> Say | Call | Fail | Hang:
+    def _take(self, seen: Seen) -> tuple[Say | Call | Answer | Fail | Hang | Cut | Endless, int]:
+        """Record the request; return its step and its number (1 for the first request)."""
         with self._arrived:
             self.requests.append(seen)
+            number = len(self.requests)
             self._arrived.notify_all()
             step = self._script.popleft() if self._script else None
         if step is None:
-            return Fail(500)
+            return Fail(500, EXHAUSTED), number
         while isinstance(step, Rule):
             try:
                 step = step.fn(seen)
             except Exception as exc:
                 self.errors.append(f"a rule raised {type(exc).__name__}")
-                return Fail(500)
-            if not isinstance(step, (Say, Call, Fail, Hang, Rule)):
+                return Fail(500, "a scripted rule raised"), number
+            if not isinstance(step, STEPS):
                 self.errors.append(f"a rule returned {type(step).__name__}, not a step")
-                return Fail(500)
-        return step
+                return Fail(500, "a scripted rule returned no step"), number
+        return step, number
+
+    def _hung_up(self) -> None:
+        if not self._released.is_set():  # a stopping server closes connections itself
+            with self._lock:
+                self.hangups.append(time.monotonic())
 
 
 class _Server(ThreadingHTTPServer):
@@ -321,29 +417,71 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
         except ValueError:
-            self._error(protocol, 400, "The request body is not JSON.")
+            body = None
+        if not isinstance(body, dict):
+            self._error(protocol, 400, "The request body is not a JSON object.")
             return
         model = self.server.model
-        step = model._take(_seen(protocol, body))
-        number = len(model.requests)
+        step, number = model._take(_seen(protocol, body))
         if model.delay:
             time.sleep(model.delay)
+        try:
+            self._play(protocol, body, step, number)
+        except OSError:
+            model._hung_up()
+            self.close_connection = True
+
+    def _play(self, protocol: str, body: dict, step: Say | Call | Answer | Fail | Hang | Cut | Endless,
+              number: int) -> None:
+        streamed = bool(body.get("stream"))
+        if isinstance(step, Endless) and not (streamed and protocol == CHAT):
+            step = Hang(step.at_most)
         if isinstance(step, Hang):
-            model._released.wait(step.seconds)
+            if self._hold(step.seconds):
+                return
             step = Fail(503)
         if isinstance(step, Fail):
-            self._error(protocol, step.status, "scripted failure")
+            self._error(protocol, step.status, step.message)
+            return
+        if streamed and protocol != CHAT:
+            self._error(protocol, 400, "The scripted model streams Chat Completions only.")
             return
         name = str(body.get("model") or "scripted")
-        try:
-            if protocol == CHAT and body.get("stream"):
-                self._stream_chat(name, step, number)
-            elif body.get("stream"):
-                self._error(protocol, 400, "The scripted model streams Chat Completions only.")
-            else:
-                self._json(200, _answer(protocol, name, step, number))
-        except OSError:
-            self.close_connection = True
+        if isinstance(step, Endless):
+            self._stream_endless(name, step)
+        elif isinstance(step, Cut):
+            self._cut(protocol, name, step, number, streamed)
+        elif streamed:
+            self._stream_chat(name, _whole(step), number)
+        else:
+            try:
+                payload = _answer(protocol, name, _whole(step), number)
+            except ValueError:
+                self.server.model.errors.append("a call's arguments are not a JSON object")
+                self._error(protocol, 500, "scripted arguments are not a JSON object")
+                return
+            self._json(200, payload)
+
+    def _hold(self, seconds: float) -> bool:
+        """Wait until the server stops, `seconds` pass, or the client hangs up (True, recorded)."""
+        model = self.server.model
+        ends = time.monotonic() + seconds
+        while not model._released.is_set():
+            left = ends - time.monotonic()
+            if left <= 0:
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    gone = self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    model._hung_up()
+                    self.close_connection = True
+                    return True
+                model._released.wait(min(left, 0.05))  # a request sent ahead on the connection: keep waiting
+        return False
 
     # --- writing -------------------------------------------------------------------
 
@@ -365,34 +503,122 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {"error": {"message": message, "type": kind, "param": None, "code": None}}
         self._json(status, payload)
 
-    def _stream_chat(self, name: str, step: Say | Call, number: int) -> None:
+    def _start_stream(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        if isinstance(step, Say):
-            deltas = [{"content": piece} for piece in (_WORD.findall(step.text) or [""])]
-            finish = "stop" if step.finished else "length"
-        else:
-            arguments = json.dumps(step.arguments)
-            half = max(1, len(arguments) // 2)
-            deltas = [{"tool_calls": [{"index": 0, "id": f"call_{number}_0", "type": "function",
-                                       "function": {"name": step.name, "arguments": ""}}]}]
-            deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
-                       for part in (arguments[:half], arguments[half:]) if part]
-            finish = "tool_calls"
-        deltas[0] = {"role": "assistant", **deltas[0]}
-        for delta in deltas:
+
+    def _deltas(self, name: str, deltas: list[dict], pace: float) -> None:
+        for index, delta in enumerate(deltas):
+            if index and pace:
+                time.sleep(pace)
             self._chunk(_sse(_chat_chunk(name, delta, None)))
-        self._chunk(_sse(_chat_chunk(name, {}, finish)))
-        self._chunk(b"data: [DONE]\n\n")
+
+    def _end_stream(self, name: str, finish: str | None, done: bool) -> None:
+        if finish is not None:
+            self._chunk(_sse(_chat_chunk(name, {}, finish)))
+        if done:
+            self._chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _stream_chat(self, name: str, answer: Answer, number: int) -> None:
+        self._start_stream()
+        self._deltas(name, _chat_deltas(answer, number), answer.pace)
+        self._end_stream(name, _finish(answer), answer.done)
+
+    def _stream_endless(self, name: str, step: Endless) -> None:
+        self._start_stream()
+        released = self.server.model._released
+        ends = time.monotonic() + step.at_most
+        number = 0
+        while time.monotonic() < ends:
+            if released.is_set():
+                self.close_connection = True
+                return
+            number += 1
+            delta = {"role": "assistant", "content": "w1 "} if number == 1 else {"content": f"w{number} "}
+            self._chunk(_sse(_chat_chunk(name, delta, None)))
+            time.sleep(step.pace)
+        self._end_stream(name, "stop", True)
+
+    def _cut(self, protocol: str, name: str, step: Cut, number: int, streamed: bool) -> None:
+        if streamed:
+            self._start_stream()
+            self._deltas(name, _chat_deltas(Answer(step.text), number), step.pace)
+        else:
+            data = json.dumps(_answer(protocol, name, Answer(step.text), number)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+        # Close mid-body: without the rest (a stream's terminating chunk) the client sees a broken answer.
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
+
+
+# --- the answers ----------------------------------------------------------------
+
+
+def _whole(step: Say | Call | Answer) -> Answer:
+    if isinstance(step, Say):
+        return Answer(step.text, finish="stop" if step.finished else "length")
+    if isinstance(step, Call):
+        return Answer(calls=(step,))
+    return step
+
+
+def _finish(answer: Answer) -> str | None:
+    if answer.finish == AUTO:
+        return "tool_calls" if answer.calls else "stop"
+    return answer.finish
+
+
+def _joined(text: Text) -> str:
+    return text if isinstance(text, str) else "".join(text)
+
+
+def _has_text(answer: Answer) -> bool:
+    """Whether the answer carries a text part: any text, or no calls (then an empty text)."""
+    return bool(answer.text) or not answer.calls
+
+
+def _raw(arguments: dict | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _input(arguments: dict | str) -> dict:
+    """A call's arguments as Anthropic's tool_use input; ValueError if they are no JSON object."""
+    value = json.loads(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def _chat_deltas(answer: Answer, number: int) -> list[dict]:
+    """The streamed deltas: the text in its pieces, then each call (a header, then its arguments in halves)."""
+    deltas: list[dict] = []
+    if _has_text(answer):
+        pieces = _WORD.findall(answer.text) if isinstance(answer.text, str) else list(answer.text)
+        deltas = [{"content": piece} for piece in pieces or [""]]
+    for index, call in enumerate(answer.calls):
+        header: dict = {"tool_calls": [{"index": index, "id": f"call_{number}_{index}", "type": "function",
+                                        "function": {"name": call.name, "arguments": ""}}]}
+        deltas.append(header if deltas else {"content": None, **header})
+        raw = _raw(call.arguments)
+        half = max(1, len(raw) // 2)
+        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": part}}]}
+                   for part in ([raw[:half], raw[half:]] if len(raw) > 1 else [raw])]
+    deltas[0] = {"role": "assistant", **deltas[0]}
+    return deltas
 
 
 def _sse(payload: dict) -> bytes:
@@ -404,41 +630,40 @@ def _chat_chunk(name: str, delta: dict, finish: str | None) -> dict:
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-def _answer(protocol: str, name: str, step: Say | Call, number: int) -> dict:
-    """The whole (non-streamed) answer of `step` in `protocol`'s shape."""
-    call_id = f"call_{number}_0"
+def _answer(protocol: str, name: str, answer: Answer, number: int) -> dict:
+    """The whole (non-streamed) answer in `protocol`'s shape."""
+    text, finish = _joined(answer.text), _finish(answer)
     if protocol == CHAT:
-        message: dict = {"role": "assistant", "content": step.text if isinstance(step, Say) else None}
-        if isinstance(step, Call):
-            message["tool_calls"] = [{"id": call_id, "type": "function",
-                                      "function": {"name": step.name, "arguments": json.dumps(step.arguments)}}]
-        finish = "tool_calls" if isinstance(step, Call) else "stop" if step.finished else "length"
+        message: dict = {"role": "assistant", "content": text if _has_text(answer) else None}
+        if answer.calls:
+            message["tool_calls"] = [{"id": f"call_{number}_{index}", "type": "function",
+                                      "function": {"name": call.name, "arguments": _raw(call.arguments)}}
+                                     for index, call in enumerate(answer.calls)]
         return {"id": f"chatcmpl-{number}", "object": COMPLETION, "created": 0, "model": name,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop", "logprobs": None}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
     if protocol == RESPONSES:
-        if isinstance(step, Say):
-            output = [{"type": "message", "id": f"msg_{number}", "role": "assistant", "status": "completed",
-                       "content": [{"type": "output_text", "text": step.text, "annotations": []}]}]
-        else:
-            output = [{"type": "function_call", "id": f"fc_{number}", "call_id": call_id, "name": step.name,
-                       "arguments": json.dumps(step.arguments), "status": "completed"}]
-        cut = isinstance(step, Say) and not step.finished
+        output: list[dict] = []
+        if _has_text(answer):
+            output.append({"type": "message", "id": f"msg_{number}", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        output += [{"type": "function_call", "id": f"fc_{number}_{index}", "call_id": f"call_{number}_{index}",
+                    "name": call.name, "arguments": _raw(call.arguments), "status": "completed"}
+                   for index, call in enumerate(answer.calls)]
+        reason = _INCOMPLETE.get(finish or "")
         return {
             "id": f"resp_{number}", "object": "response", "created_at": 0, "model": name,
-            "status": "incomplete" if cut else "completed",
-            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+            "status": "incomplete" if reason else "completed",
+            "incomplete_details": {"reason": reason} if reason else None,
             "output": output, "error": None, "instructions": None, "metadata": {}, "parallel_tool_calls": True,
             "temperature": None, "top_p": None, "tool_choice": "auto", "tools": [],
             "text": {"format": {"type": "text"}},
             "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
         }
-    if isinstance(step, Say):
-        content: list[dict[str, Any]] = [{"type": "text", "text": step.text}]
-        stop = "end_turn" if step.finished else "max_tokens"
-    else:
-        content = [{"type": "tool_use", "id": f"toolu_{number}", "name": step.name, "input": step.arguments}]
-        stop = "tool_use"
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if _has_text(answer) else []
+    content += [{"type": "tool_use", "id": f"toolu_{number}_{index}", "name": call.name,
+                 "input": _input(call.arguments)} for index, call in enumerate(answer.calls)]
     return {"id": f"msg_{number}", "type": "message", "role": "assistant", "model": name, "content": content,
-            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+            "stop_reason": _STOP_REASONS.get(finish or "stop", "end_turn"), "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}
