@@ -24,7 +24,10 @@ from .helpers import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-FACT = "My bicycle lock combination is 7391"
+# The code has letters around its digits: the server log holds byte counts and ports, and a bare
+# "7391" once matched the memory page's response size there.
+CODE = "Q7391X"
+FACT = f"My bicycle lock combination is {CODE}"
 FACT_WORDS = "bicycle lock combination"
 
 
@@ -46,8 +49,8 @@ def test_a_fact_from_an_old_conversation_is_found_by_a_later_question(daphne_ser
     reply = wait_for_reply(page)
 
     expect(reply.locator(".tool-note")).to_have_text(["Searched your past conversations: 1 result."])
-    found = "7391" in reply.locator(".message-body").inner_text()
+    found = CODE in reply.locator(".message-body").inner_text()
     assert found, "the answer quotes the old conversation"
     assert orm(lambda: Conversation.objects.filter(user=alice).count()) == 2
     assert orm(lambda: MemoryDocument.objects.filter(user=alice).count()) == 0
-    assert_not_logged(daphne_server, FACT, "7391")
+    assert_not_logged(daphne_server, FACT, CODE)
