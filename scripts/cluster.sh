@@ -135,6 +135,14 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
   done
 }
 
+leader_through_haproxy() {  # four connections in a row through haproxy's leader port reach a server not in recovery
+  local _
+  for _ in 1 2 3 4; do
+    PGPASSWORD="$PG_SUPERUSER_PASSWORD" psql -h 127.0.0.1 -p "$HAPROXY_PG_PORT" -U postgres -d postgres -tA \
+      -c 'select 1 / (case when pg_is_in_recovery() then 0 else 1 end)' >/dev/null 2>&1 || return 1
+  done
+}
+
 http_ok() {  # http_ok URL: 200
   "$PY" -c 'import sys, urllib.request; sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)' "$1"
 }
@@ -255,11 +263,14 @@ EOF
 
   log "haproxy: PostgreSQL leader on $HAPROXY_PG_PORT, HTTP on $HAPROXY_HTTP_PORT"
   start_process haproxy root "$CLUSTER_DIR/haproxy/haproxy.cfg" haproxy -db -f "$CLUSTER_DIR/haproxy/haproxy.cfg"
-  wait_for 30 "the leader through haproxy" env PGPASSWORD="$PG_SUPERUSER_PASSWORD" \
-    psql -h 127.0.0.1 -p "$HAPROXY_PG_PORT" -U postgres -d postgres -tAc 'select 1' \
+  # haproxy 2.6 starts every server UP until its checks say otherwise (fall 2: about 1.5 s), so a
+  # connection may first reach the standby: wait until four in a row (round robin) reach the leader.
+  wait_for 30 "the leader through haproxy" leader_through_haproxy \
     || die "haproxy does not reach the leader (logs/haproxy.log)"
-  # The application's role and database (the password goes through stdin, never argv).
+  # The application's role and database (the password goes through stdin, never argv, and a failed
+  # statement is not written to the server's log with it).
   PGPASSWORD="$PG_SUPERUSER_PASSWORD" psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$HAPROXY_PG_PORT" -U postgres -d postgres <<EOF
+SET log_min_error_statement = panic;
 CREATE ROLE agentmemory LOGIN PASSWORD '$APP_DB_PASSWORD';
 CREATE DATABASE agentmemory OWNER agentmemory;
 EOF
