@@ -121,11 +121,17 @@ def timed(call):
     return result, time.monotonic() - started
 
 
-def assert_bounded(mode: str, took: float) -> None:
+def assert_bounded(mode: str, took: float, caplog) -> None:
+    """The confirmation waited out its budget exactly when the database could not be reached.
+
+    Not a wall-clock bound on the answered modes: a loaded machine may take longer than WAIT to serve the
+    request, but the confirmation itself must not have run out of time (store.outcome logs when it does).
+    """
+    ran_out = [r for r in caplog.records if r.getMessage().startswith("memory commit outcome unconfirmed")]
     if mode == "unreachable":
-        assert WAIT <= took < WAIT + 2.5, took  # the wait, and no longer than a last connection attempt
+        assert ran_out and WAIT <= took < WAIT + 2.5, took  # the wait, and no longer than a last connection attempt
     else:
-        assert took < WAIT, took  # the database answered at once: no waiting
+        assert not ran_out  # the database answered: the confirmation did not wait out its budget
 
 
 def report(name: str, mode: str, took: float, told) -> None:
@@ -136,7 +142,7 @@ def report(name: str, mode: str, took: float, told) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_operations_api_tells_the_truth_when_the_connection_is_cut_at_commit(user, cut, mode):
+def test_the_operations_api_tells_the_truth_when_the_connection_is_cut_at_commit(user, cut, mode, caplog):
     api = api_for(user)
     arm(cut, mode)
     response, took = timed(lambda: api.post("/api/memory/operations/",
@@ -147,7 +153,7 @@ def test_the_operations_api_tells_the_truth_when_the_connection_is_cut_at_commit
     told = (response.status_code, body.get("outcome") or body.get("code"))
     report("operations API", mode, took, told)
     assert told == TOLD[mode]
-    assert_bounded(mode, took)
+    assert_bounded(mode, took, caplog)
     if mode == "unreachable":
         assert body["detail"] == words.COMMIT_UNCONFIRMED
         cut.restore()
@@ -194,7 +200,7 @@ def test_an_idempotency_key_retry_of_an_unconfirmed_change_answers_the_truth(use
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_page_add_form_tells_the_truth(user, cut, mode):
+def test_the_page_add_form_tells_the_truth(user, cut, mode, caplog):
     page = page_for(user)
     arm(cut, mode)
     response, took = timed(lambda: page.post("/memory/add/", {"target": "memory", "content": FACT},
@@ -209,7 +215,7 @@ def test_the_page_add_form_tells_the_truth(user, cut, mode):
     else:
         assert (response.status_code, body["code"], body["message"]) == (503, "unconfirmed", words.COMMIT_UNCONFIRMED)
         cut.restore()
-    assert_bounded(mode, took)
+    assert_bounded(mode, took, caplog)
     assert memory_of(user) == (() if mode == "drop" else (FACT,))
 
 
@@ -235,7 +241,7 @@ def test_the_page_form_without_script_tells_the_truth(user, cut, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_undo_through_the_api_tells_the_truth(user, cut, mode):
+def test_undo_through_the_api_tells_the_truth(user, cut, mode, caplog):
     change = store.commit_operations(user_id=user.pk, operations=[add(FACT)], actor=Actor.USER).change_id
     api = api_for(user)
     arm(cut, mode)
@@ -245,7 +251,7 @@ def test_undo_through_the_api_tells_the_truth(user, cut, mode):
     told = (response.status_code, body.get("outcome") or body.get("code"))
     report("undo API", mode, took, told)
     assert told == TOLD[mode]
-    assert_bounded(mode, took)
+    assert_bounded(mode, took, caplog)
     if mode == "unreachable":
         cut.restore()
     assert memory_of(user) == ((FACT,) if mode == "drop" else ())
@@ -255,7 +261,7 @@ def test_undo_through_the_api_tells_the_truth(user, cut, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_restore_from_the_page_tells_the_truth(user, cut, mode):
+def test_restore_from_the_page_tells_the_truth(user, cut, mode, caplog):
     first = store.commit_operations(user_id=user.pk, operations=[add(FACT)], actor=Actor.USER).change_id
     store.commit_operations(user_id=user.pk, operations=[add(OTHER)], actor=Actor.USER)
     page = page_for(user)
@@ -267,7 +273,7 @@ def test_restore_from_the_page_tells_the_truth(user, cut, mode):
     expected = {"deliver": (200, None, words.RESTORED), "drop": (503, "connection_lost", words.COMMIT_NOT_STORED),
                 "unreachable": (503, "unconfirmed", words.COMMIT_UNCONFIRMED)}[mode]
     assert (response.status_code, body.get("code"), body["message"]) == expected
-    assert_bounded(mode, took)
+    assert_bounded(mode, took, caplog)
     if mode == "unreachable":
         cut.restore()
     assert memory_of(user) == ((FACT, OTHER) if mode == "drop" else (FACT,))
