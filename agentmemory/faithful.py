@@ -1,0 +1,102 @@
+"""Whether a rewritten line says nothing its source entries did not (Tidy up's trusted check).
+
+A tidy's line is the model's rewording of one or more stored entries. The
+citation says which; this module checks the words, so a small model that
+cites wrongly, or not at all, cannot slip a new fact into a person's memory
+as a "tidier" version of an old one. The rules are features a person can
+read and a test can pin:
+
+- every number in the line (a digit run: a port, a version, a time) appears
+  in its sources, and every number of the sources appears in the line:
+  numbers stay exact, neither invented nor lost;
+- a negation (not, never, no, don't, ...) is in the line exactly when one is
+  in its sources: shortening never turns a fact into its opposite;
+- the line's content words (function words aside, compared by a crude stem)
+  come from its sources, but for a few: at most `NEW_WORDS_ALLOWED` or a
+  quarter of the line's content words, whichever is larger, so a paraphrase
+  ("likes" for "prefers") passes and a new claim does not.
+
+`align` finds the one entry an uncited line was made from: the entry whose
+words make up most of the line's (`ALIGN_SHARE`), and clearly more than any
+other entry's. Everything here is pure and content-free in what it returns:
+booleans and numbers, never text for a log.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+NEW_WORDS_ALLOWED = 2
+NEW_WORDS_SHARE = 0.25
+ALIGN_SHARE = 0.6
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NUMBER = re.compile(r"\d+")
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nor", "neither", "without", "cannot",
+                        "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont", "cant", "shouldnt",
+                        "mustnt", "avoid", "avoids", "dislike", "dislikes", "hate", "hates"})
+# Function words a rewording may add or drop freely (never a negation).
+_FUNCTION = frozenset("""
+a an the and or but so if then than as at by for from in into of on onto to up via with within per over under
+about after before between through during while when where which who whom whose what that this these those
+it its it's they them their theirs he him his she her hers we us our you your i me my mine one ones
+is are was were be been being am has have had having do does did done doing will would shall should can could
+may might must also only both each every all any some such other another more most less least very just
+there here now always usually often mainly mostly etc e g ie eg s t re ve ll d
+""".split())
+
+
+def words(text: str) -> list[str]:
+    """The text's words, accents kept, case folded, apostrophes joined (don't -> dont)."""
+    flat = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("\u2019", "")
+    return _WORD.findall(flat)
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ies", "ed", "es", "s", "ly"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems of the text's content words (numbers and function words aside)."""
+    return {_stem(w) for w in words(text) if w not in _FUNCTION and not w.isdigit()}
+
+
+def numbers(text: str) -> set[str]:
+    return {n.lstrip("0") or "0" for n in _NUMBER.findall(text)}
+
+
+def negated(text: str) -> bool:
+    return any(w in _NEGATIONS for w in words(text))
+
+
+def says_nothing_new(line: str, sources: Sequence[str]) -> bool:
+    """Return True when `line` keeps to what `sources` say (the module's three rules)."""
+    if not sources or not line.strip():
+        return False
+    joined = "\n".join(sources)
+    if numbers(line) != numbers(joined):
+        return False
+    if negated(line) != negated(joined):
+        return False
+    mine = content_stems(line)
+    if not mine:
+        return False
+    new = mine - content_stems(joined)
+    return len(new) <= max(NEW_WORDS_ALLOWED, int(len(mine) * NEW_WORDS_SHARE))
+
+
+def align(line: str, candidates: Iterable[tuple[int, str]]) -> int | None:
+    """Return the number of the one candidate entry `line` was made from, or None when none clearly is."""
+    mine = content_stems(line)
+    if not mine:
+        return None
+    scored = sorted(((len(mine & content_stems(text)) / len(mine), number) for number, text in candidates),
+                    reverse=True)
+    if not scored or scored[0][0] < ALIGN_SHARE:
+        return None
+    if len(scored) > 1 and scored[1][0] >= scored[0][0] - 0.15:
+        return None  # two entries fit about as well: not clearly one
+    return scored[0][1]
