@@ -303,7 +303,7 @@ async def test_make_room_keeps_the_entry_when_the_model_leaves_it_out_and_offers
     scripted_model.push(
         tool_call(ops(add(short + " " + "It writes parquet files and takes about forty minutes. " * 8))),
         text("It did not fit."),
-        text("\n".join([f"Notes 1-3 merged [1,2,3]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[3:], start=4)]])),
+        text("\n".join(["Notes 1, 2 and 3: the nightly export writes parquet files to the analytics bucket. [1,2,3]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[3:], start=4)]])),
     )
 
     second = await run_turn(user=user, content="remember: the analytics export runs nightly at 02:00 UTC")

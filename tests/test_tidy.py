@@ -533,7 +533,7 @@ def test_pending_entries_are_numbered_on_and_kept_whatever_the_model_does():
     listed = json.loads(request[1]["content"].split("\n", 1)[1])
     assert [(item["number"], item.get("new", False)) for item in listed] == [(1, False), (2, False), (3, False),
                                                                             (4, True)]
-    assert "make room" in request[0]["content"]
+    assert 'Entries marked "new" are rewritten' in request[0]["content"]
 
     merged_in = tidy.parse_reply(f"{MERGED} [1,2]\n{FRIDAYS} and {OLD_HOST} [3,4]", snapshot, "memory", [OLD_HOST])
     assert [(op.action, op.entry) for op in merged_in] == [("remove", VIM_AGAIN), ("replace", VIM), ("replace", FRIDAYS)]
