@@ -51,6 +51,31 @@ class CorrectEntryForm(RemoveEntryForm):
     )
 
 
+class ExpiryForm(RemoveEntryForm):
+    """An entry's expiry: a date, or a preset ("week": for a week; "never": until the person removes it)."""
+
+    date = forms.DateField(required=False, input_formats=["%Y-%m-%d"],
+                           error_messages={"invalid": gettext_lazy("Choose a date, or keep the entry until you "
+                                                                   "remove it.")})
+    preset = forms.ChoiceField(choices=[("", ""), ("week", "week"), ("never", "never")], required=False)
+    tz = forms.CharField(required=False, max_length=64)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("preset") and not data.get("date") and not self.errors:
+            raise forms.ValidationError(gettext_lazy("Choose a date, or keep the entry until you remove it."))
+        return data
+
+    @property
+    def expires(self) -> str:
+        preset = self.cleaned_data.get("preset")
+        if preset == "never":
+            return "never"
+        if preset == "week":
+            return "for a week"
+        return self.cleaned_data["date"].isoformat()
+
+
 def first_error(form: forms.Form) -> str:
     """Return one plain sentence describing what is wrong with a post."""
     for errors in form.errors.values():

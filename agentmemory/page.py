@@ -85,6 +85,9 @@ def render_page(
                     "source_url": link["url"] if link else "",
                     # A tidied line: where each entry it came from came from.
                     "origins": _origins(source, links),
+                    # Its last day, if it expires ("Until Fri 11 Dec").
+                    "expires": source.expires if source is not None else "",
+                    "expires_label": words.expiry_text(source.expires if source is not None else ""),
                 })
             documents.append({
                 "document": document,
@@ -155,6 +158,8 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
                 else words.proposal_action(op.action, op.target),
                 "content": op.content,
                 "entry": op.entry,
+                "expires_label": words.expiry_text(op.expires) if op.expires != "never"
+                else words.expiry_change_text(""),
                 # A Tidy up's merged line: the entries it came from, as they were.
                 "merged_from": op.merged_from if len(op.merged_from) > 1 else (),
                 "editable": op.editable,
@@ -208,12 +213,15 @@ def _history_changes(history, errors: dict) -> list[dict]:
             "name": words.document_name(document.target),
             "heading": words.document_heading(document.target),
             "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
-                        for entry in document.entries],
+                        for entry in document.entries]
+            + [{"kind": "expiry", "after": entry, "label": words.expiry_change_text(now)}
+               for entry, _was, now in document.expiry_changes],
         } for document in change.documents]
         items.append({
             "id": change.id,
             "created_at": change.created_at,
-            "who": words.change_author(change.by, change.kind),
+            "who": words.expiry_removal_text(change.created_at) if change.by == "expiry"
+            else words.change_author(change.by, change.kind),
             "documents": documents,
             "error": errors.pop(change.id, ""),
         })

@@ -61,6 +61,8 @@ class ProposedOperation:
     reason: str = ""
     # Tidy up (reason "tidy"): the entries this line came from, as they were.
     merged_from: tuple[str, ...] = ()
+    # The expiry the operation sets: an ISO date, "never" (cleared) or "" (none given).
+    expires: str = ""
 
     @property
     def editable(self) -> bool:
@@ -89,6 +91,8 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
         item: dict[str, Any] = {
             "target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry
         }
+        if op.expires is not None:
+            item["expires"] = op.expires  # the entry's last day (ISO), or "never"
         if index < len(reasons) and reasons[index]:
             item["reason"] = reasons[index]  # why trusted code asked (`gate.REASONS`), a code, no content
         if index < len(merged_from) and merged_from[index]:
@@ -100,7 +104,8 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
 def _from_json(data: Sequence[Mapping]) -> list[Operation]:
     return [
         Operation(target=item["target"], action=item["action"], match=item.get("match"),
-                  content=item.get("content"), entry=item.get("entry"))
+                  content=item.get("content"), entry=item.get("entry"),
+                  expires=item["expires"] if isinstance(item.get("expires"), str) else None)
         for item in data
     ]
 
@@ -110,7 +115,8 @@ def _view(row: MemoryProposal) -> Proposal:
         id=row.pk,
         operations=tuple(
             ProposedOperation(position=index, target=op.target, action=op.action, content=op.content, entry=op.entry,
-                              reason=str(item.get("reason") or ""), merged_from=_merged_from(item))
+                              reason=str(item.get("reason") or ""), merged_from=_merged_from(item),
+                              expires=op.expires or "")
             for index, (op, item) in enumerate(zip(_from_json(row.operations), row.operations), start=1)
         ),
         conversation_id=row.conversation_id,
@@ -346,7 +352,8 @@ def _with_edits(operations: list[Operation], edits: Mapping[int, str],
             raise MemoryValidationError("Write the fact itself before saving.", code="empty_entry",
                                         position=position, target=operation.target)
         operations[position - 1] = (replace(operation, content=content) if tidy_line
-                                    else Operation(target=operation.target, action="add", content=content))
+                                    else Operation(target=operation.target, action="add", content=content,
+                                                   expires=operation.expires))
     return operations
 
 

@@ -117,6 +117,7 @@ def state_payload(state: MemoryState) -> dict:
             document.target: {
                 "title": document.title,
                 "entries": list(document.entries),
+                "expires": [source.expires or None if source is not None else None for source in document.sources],
                 "usage": {
                     "used": document.usage.used,
                     "limit": document.usage.limit,
@@ -144,7 +145,7 @@ def proposal_payload(proposal) -> dict:
         "id": proposal.id,
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
-             "entry": op.entry, "reason": op.reason,
+             "entry": op.entry, "reason": op.reason, "expires": op.expires or None,
              "why": str(gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else ""))}
             for op in proposal.operations
         ],

@@ -12,6 +12,7 @@ urlpatterns = [
     path("memory/add/", views.add_entry, name="add"),
     path("memory/correct/", views.correct_entry, name="correct"),
     path("memory/remove/", views.remove_entry, name="remove"),
+    path("memory/expiry/", views.set_expiry, name="expiry"),
     path("memory/erase/", views.erase, name="erase"),
     path("memory/settings/", views.memory_switch, name="settings"),
     path("memory/export/", views.export, name="export"),

@@ -40,10 +40,10 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, store, tidy, versions, words
+from . import expiry, preferences, proposals, services, store, tidy, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
 from .conf import memory_settings
-from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
+from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, ExpiryForm, RemoveEntryForm, first_error
 from .models import Actor
 from .notify import broadcast_memory_changed_sync
 from .page import UNAVAILABLE, render_page
@@ -112,6 +112,8 @@ def wants_json(request: HttpRequest) -> bool:
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def memory_page(request: HttpRequest) -> HttpResponse:
+    # The person's read: entries past their date go now, by the locked commit (actor "expiry").
+    expiry.remove_expired(user_id=request.user.pk)
     flash = request.session.pop(FLASH_KEY, None) or {}
     entry_errors, add_errors, drafts, proposal_errors, change_errors = {}, {}, {}, {}, {}
     error = flash.get("error")
@@ -170,6 +172,26 @@ def correct_entry(request: HttpRequest) -> HttpResponse:
         unchanged=_("The entry already says that; nothing changed."),
         error_key=key,
         draft=data["content"],
+    )
+
+
+@form_post
+def set_expiry(request: HttpRequest) -> HttpResponse:
+    """Set, change or clear one entry's expiry; the person's browser tells their time zone."""
+    form = ExpiryForm(request.POST)
+    key = ("entry", request.POST.get("target", ""), normalize_text(request.POST.get("entry", "")))
+    if not form.is_valid():
+        return _failed(request, first_error(form), status=400, key=key)
+    data = form.cleaned_data
+    expiry.remember_time_zone(request.user.pk, data.get("tz"))
+    today = expiry.today_for(request.user.pk)
+    return _change(
+        request,
+        lambda: services.set_expiry(user_id=request.user.pk, target=data["target"], entry=data["entry"],
+                                    expires=form.expires, today=today),
+        done=_("Expiry saved.") if form.expires != "never" else _("The entry now stays until you remove it."),
+        unchanged=_("Nothing changed."),
+        error_key=key,
     )
 
 

@@ -124,6 +124,10 @@ _WRITE_THE_FACT = gettext_lazy("Write the fact itself before saving.")
 
 # A rule's code as the person who typed the text reads it (memory page forms).
 RULE_MESSAGES = {
+    "invalid_expiry": gettext_lazy("Choose a date, or keep the entry until you remove it."),
+    "expiry_past": gettext_lazy("That date has passed. Choose today or a later date."),
+    "expiry_too_far": gettext_lazy("Choose a date within ten years, or keep the entry until you remove it."),
+    "remove_with_expiry": gettext_lazy("A removed entry has no expiry; nothing changed."),
     "invalid_content": _WRITE_THE_FACT,
     "empty_entry": _WRITE_THE_FACT,
     "add_without_content": _WRITE_THE_FACT,
@@ -633,6 +637,34 @@ def source_text(source, link: Mapping | None = None) -> str:
 # A short date after a source: ", 30 Nov" this year, ", 30 Nov 2025" before (Django date format characters).
 _DATE_THIS_YEAR = pgettext_lazy("date format of a source, this year", "j M")
 _DATE_OTHER_YEAR = pgettext_lazy("date format of a source, another year", "j M Y")
+
+
+# Beside an entry that expires: "until Fri 11 Dec" (Django date format characters).
+_EXPIRY_THIS_YEAR = pgettext_lazy("date format of an expiry, this year", "D j M")
+_EXPIRY_OTHER_YEAR = pgettext_lazy("date format of an expiry, another year", "D j M Y")
+
+
+def expiry_text(value: str | None) -> str:
+    """Say until when an entry holds ("Until Fri 11 Dec"); "" for one that does not expire."""
+    try:
+        day = datetime.strptime(value or "", "%Y-%m-%d").date()
+    except ValueError:
+        return ""
+    shape = _EXPIRY_OTHER_YEAR if day.year != timezone.localdate().year else _EXPIRY_THIS_YEAR
+    return _("Until %(date)s") % {"date": date_format(day, str(shape))}
+
+
+def expiry_change_text(value: str) -> str:
+    """The History's line for an expiry a change set, changed or cleared."""
+    if not value:
+        return _("Kept until you remove it")
+    return _("Set to expire: %(until)s") % {"until": expiry_text(value)}
+
+
+def expiry_removal_text(when: datetime) -> str:
+    """The History's line for a removal by expiry ("Removed on 11 Dec: it was set to expire")."""
+    return _("Removed on %(date)s: it was set to expire") % {
+        "date": date_format(timezone.localtime(when) if timezone.is_aware(when) else when, str(_DATE_THIS_YEAR))}
 
 
 def _short_date(value: str) -> str:
