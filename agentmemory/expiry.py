@@ -55,7 +55,8 @@ _ISO = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 def valid_time_zone(name: object) -> str:
     """Return `name` when it is a known IANA time zone, else ""."""
-    if not isinstance(name, str) or not name or len(name) > MAX_TIME_ZONE or not re.fullmatch(r"[A-Za-z0-9_+/-]+", name):
+    if (not isinstance(name, str) or not name or len(name) > MAX_TIME_ZONE
+            or not re.fullmatch(r"[A-Za-z0-9_+/-]+", name)):
         return ""
     try:
         ZoneInfo(name)
@@ -189,12 +190,12 @@ def _calendar_day(text: str, day: date) -> date | None:
     if number is None or month is None:
         return None
     try:
-        found = date(year or day.year, month, number)
-        if year is None and found < day:
-            found = date(day.year + 1, month, number)
+        named = date(year or day.year, month, number)
+        if year is None and named < day:
+            named = date(day.year + 1, month, number)
     except ValueError:
         return None
-    return found
+    return named
 
 
 def _add_months(day: date, months: int) -> date:
@@ -227,7 +228,7 @@ def resolve_operations(raw: object, today: str) -> object:
 
 def expired_operations(snapshot: Snapshot, today: str) -> list[Operation]:
     """The pinned removes of the entries past their date."""
-    return [Operation(target=target, action="remove", match=entry, entry=entry)
+    return [Operation(target=target, action="remove", match=entry, entry=entry)  # type: ignore[arg-type]  # TARGETS
             for target, entries in snapshot.expired(today).items() for entry in entries]
 
 

@@ -549,7 +549,7 @@ def apply_batch(
     """
     check_batch_size(len(operations), max_operations)
     entries = {"user": list(snapshot.user), "memory": list(snapshot.memory)}
-    expiries = {target: snapshot.expiries(target) for target in TARGETS}
+    expiries: dict[str, dict[str, str]] = {target: snapshot.expiries(target) for target in TARGETS}
     pinned: list[Operation] = []
     effects: list[str] = []
     replaced: list[str | None] = []

@@ -36,8 +36,8 @@ from django.utils import timezone
 from . import provenance
 from .conf import memory_settings
 from .diff import EntryChange, entry_changes, operations_towards
-from .models import Actor, ChangeKind, MemoryEvent, MemoryVersion
 from .expiry import today_for
+from .models import Actor, ChangeKind, MemoryEvent, MemoryVersion
 from .rules import CLEAR_EXPIRY, TARGETS, MemoryValidationError, Operation, Snapshot, parse_document
 from .store import CommitResult, commit_operations, load_snapshot, lock_person
 

@@ -126,7 +126,10 @@ def _check_version(schema_version: int) -> None:
 
 
 def _snapshot_from_rows(rows: Sequence[tuple]) -> Snapshot:
-    """The snapshot, with its expiries, from `(memory_type, content, schema_version, provenance)` rows (a turn's read)."""
+    """The snapshot, with its expiries, from `(memory_type, content, schema_version, provenance)` rows.
+
+    A turn's read.
+    """
     documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
     sources: dict[str, tuple] = {}
     for memory_type, content, schema_version, stored in rows:
