@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from .rules import _ISO_DATE, TARGETS, Snapshot, with_expiry
+from .rules import ISO_DATE, TARGETS, Snapshot, with_expiry
 
 AGENT, USER, STAFF, SYSTEM, EXPIRY = "agent", "user", "staff", "system", "expiry"
 ROLES = (AGENT, USER, STAFF, SYSTEM, EXPIRY)
@@ -81,7 +81,7 @@ class Source:
             merged=tuple(item for item in (cls.from_json(one, nested=False) for one in merged[:MAX_MERGED])
                          if item is not None) if isinstance(merged, list) else (),
             expires=expires if nested and isinstance(expires := data.get("expires"), str)
-            and _ISO_DATE.fullmatch(expires) else "",
+            and ISO_DATE.fullmatch(expires) else "",
         )
 
     def origins(self) -> tuple[Source, ...]:

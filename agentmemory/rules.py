@@ -44,7 +44,7 @@ OPERATION_FIELDS = frozenset({"target", "action", "match", "content", "expires"}
 CLEAR_EXPIRY = "never"
 EXPIRY_SUFFIX = " (until {date})"
 MAX_EXPIRY_YEARS = 10
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _EXPIRY_NOTE = re.compile(r"\s*\(until [0-9]{4}-[0-9]{2}-[0-9]{2}\)\s*$")
 
 # model-facing: stays English, never translated (the prompt's memory block; the page translates its own
@@ -467,7 +467,7 @@ def normalize_expiry(value: str | None, *, position: int | None = None, target: 
     text = value.strip()
     if text.casefold() == CLEAR_EXPIRY:
         return ""
-    if not _ISO_DATE.fullmatch(text) or not _real_date(text):
+    if not ISO_DATE.fullmatch(text) or not _real_date(text):
         raise MemoryValidationError(
             "expires must be a date as YYYY-MM-DD (the last day the entry holds), a phrase such as "
             "'for a week' or 'until Friday', or 'never' to keep the entry until it is removed.",

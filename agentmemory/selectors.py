@@ -167,6 +167,8 @@ def change_payload(change) -> dict:
             "removed": [entry.before for entry in document.entries if entry.kind == "removed"],
             "changed": [{"before": entry.before, "after": entry.after}
                         for entry in document.entries if entry.kind == "changed"],
+            "expiry_changed": [{"entry": entry, "before": was or None, "after": now or None}
+                               for entry, was, now in document.expiry_changes],
         }
     return {
         "id": change.id, "created_at": change.created_at, "by": change.by, "kind": change.kind,

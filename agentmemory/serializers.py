@@ -184,12 +184,19 @@ class ChangedEntrySerializer(serializers.Serializer):
     after = serializers.CharField(help_text="The entry as the change left it.")
 
 
+class ExpiryChangeSerializer(serializers.Serializer):
+    entry = serializers.CharField(help_text="An entry whose expiry the change set, changed or cleared.")
+    before = serializers.CharField(allow_null=True, help_text="Its last day before (YYYY-MM-DD); null: none.")
+    after = serializers.CharField(allow_null=True, help_text="Its last day after (YYYY-MM-DD); null: none.")
+
+
 class DocumentChangeSerializer(serializers.Serializer):
     before = serializers.ListField(child=serializers.CharField(), help_text="The document's entries before.")
     after = serializers.ListField(child=serializers.CharField(), help_text="The document's entries after.")
     added = serializers.ListField(child=serializers.CharField())
     removed = serializers.ListField(child=serializers.CharField())
     changed = ChangedEntrySerializer(many=True)
+    expiry_changed = ExpiryChangeSerializer(many=True, required=False)
 
 
 class ChangeDocumentsSerializer(serializers.Serializer):
