@@ -264,3 +264,44 @@ def test_an_entry_whose_date_moved_later_is_not_removed(user):
     assert expiry.remove_expired(user_id=user.pk) is None
     assert store.load_snapshot(user_id=user.pk).memory == (TRIP,)
     assert removal_versions(user) == 0
+
+
+# --- proposals and the Claude memory files carry it --------------------------------
+
+
+def test_a_proposal_keeps_and_shows_the_expiry_and_saving_it_sets_it(user):
+    from agentmemory import proposals
+
+    proposal_id = proposals.create(user_id=user.pk, operations=[
+        Operation(target="memory", action="add", content=TRIP, expires=later(6))])
+    api = APIClient()
+    api.force_authenticate(user)
+    [item] = api.get("/api/memory/proposals/").json()["proposals"]
+    assert item["operations"][0]["expires"] == later(6)
+    page = Client()
+    page.force_login(user)
+    html = page.get("/memory/").content.decode()
+    assert '<span class="proposal-expiry">(Until ' in html
+    proposals.save(user_id=user.pk, proposal_id=proposal_id)
+    assert store.load_state(user_id=user.pk).snapshot.expiry_of("memory", TRIP) == later(6)
+
+
+def test_the_claude_memory_files_show_set_and_clear_an_expiry():
+    from agentmemory.integrations.claude_memory import handle_memory_command
+
+    start = Snapshot(memory=(DESK, TRIP), expiry=(("memory", TRIP, "2026-12-11"),))
+    with memory_scope(1, True, snapshot=start, today="2026-12-04") as request:
+        shown = handle_memory_command({"command": "view", "path": "/memories/notes.md"})
+        assert shown.text.splitlines()[1:] == [f"     1\t{DESK}", f"     2\t{TRIP} (until 2026-12-11)"]
+        moved = handle_memory_command({"command": "str_replace", "path": "/memories/notes.md",
+                                       "old_str": "(until 2026-12-11)", "new_str": "(until 2026-12-20)"})
+        assert moved.status == "staged"
+        assert request.ledger.snapshot.expiry_of("memory", TRIP) == "2026-12-20"
+        assert request.ledger.snapshot.entries("memory") == (DESK, TRIP)
+        cleared = handle_memory_command({"command": "str_replace", "path": "/memories/notes.md",
+                                         "old_str": " (until 2026-12-20)", "new_str": ""})
+        assert cleared.status == "staged" and request.ledger.snapshot.expiry == ()
+        dated = handle_memory_command({"command": "insert", "path": "/memories/notes.md", "insert_line": 2,
+                                       "insert_text": "On call this week (until 2026-12-06)"})
+        assert dated.status == "staged"
+        assert request.ledger.snapshot.expiry_of("memory", "On call this week") == "2026-12-06"
