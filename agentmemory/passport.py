@@ -1,8 +1,7 @@
 """The memory passport's formats (issue 39, part 2): reading what another assistant kept, and writing ours.
 
-Pure functions only: no Django, no database, no clock. What is built here is
-the reading and writing of the formats; turning the items into a proposal
-the person reviews is not built yet (see the issue).
+Pure functions only: no Django, no database, no clock. Turning the items
+into ONE proposal the person reviews is `agentmemory.importing`.
 
 - `read(data)` takes the bytes a person pasted or uploaded, refuses what is
   too large, not UTF-8 or holds too many items (`ImportRefused`, a stable
@@ -67,6 +66,8 @@ class Item:
 class Imported:
     format: str
     items: tuple[Item, ...]
+    # Items the import repeats (same document, same text): read once, listed here so the person sees why.
+    repeated: tuple[Item, ...] = ()
 
 
 def read(data: bytes | str) -> Imported:
@@ -98,7 +99,8 @@ def read(data: bytes | str) -> Imported:
     long = [index for index, item in enumerate(items, start=1) if len(item.content) > MAX_ITEM_CHARS]
     if long:
         raise ImportRefused(f"Item {long[0]} is longer than {MAX_ITEM_CHARS} characters.", code="import_item_too_long")
-    return Imported(format=found.format, items=_unique(items))
+    unique, repeated = _unique(items)
+    return Imported(format=found.format, items=unique, repeated=repeated)
 
 
 def route(content: str) -> str:
@@ -231,12 +233,14 @@ def _clean(value: str) -> str:
     return normalize_text(value)
 
 
-def _unique(items: Sequence[Item]) -> tuple[Item, ...]:
+def _unique(items: Sequence[Item]) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
     seen = set()
-    kept = []
+    kept, repeated = [], []
     for item in items:
         key = (item.target, item.content)
         if key not in seen:
             seen.add(key)
             kept.append(item)
-    return tuple(kept)
+        else:
+            repeated.append(item)
+    return tuple(kept), tuple(repeated)

@@ -19,6 +19,7 @@ the documents.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -30,6 +31,8 @@ AGENT, USER, STAFF, SYSTEM, EXPIRY = "agent", "user", "staff", "system", "expiry
 ROLES = (AGENT, USER, STAFF, SYSTEM, EXPIRY)
 # The most sources one tidied line keeps of the entries it came from (the oldest first).
 MAX_MERGED = 20
+# An imported entry's format code (`passport.FORMATS`): a short name, never content.
+_IMPORTED = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class Source:
     # The entry's last day (ISO date, the person's time zone); "" for an entry that never expires.
     # Metadata of the entry, not of who wrote it: set by the commit from the snapshot's expiries.
     expires: str = ""
+    # Brought in by the person's import (`agentmemory.importing`): the format's code ("chatgpt", "mem0", ...).
+    imported: str = ""
 
     def as_json(self) -> dict:
         data: dict = {"by": self.by, "at": self.at}
@@ -63,6 +68,8 @@ class Source:
             data["merged"] = [item.as_json() for item in self.merged]
         if self.expires:
             data["expires"] = self.expires
+        if self.imported:
+            data["imported"] = self.imported
         return data
 
     @classmethod
@@ -82,6 +89,8 @@ class Source:
                          if item is not None) if isinstance(merged, list) else (),
             expires=expires if nested and isinstance(expires := data.get("expires"), str)
             and ISO_DATE.fullmatch(expires) else "",
+            imported=imported if isinstance(imported := data.get("imported"), str)
+            and _IMPORTED.fullmatch(imported) else "",
         )
 
     def origins(self) -> tuple[Source, ...]:
@@ -90,10 +99,11 @@ class Source:
 
 
 def source(by: str, at: datetime, *, conversation_id: int | None = None, turn_id: str = "",
-           restored: bool = False) -> Source:
+           restored: bool = False, imported: str = "") -> Source:
     if by not in ROLES:
         raise ValueError(f"unknown source role {by!r}")
-    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64], restored=restored)
+    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64], restored=restored,
+                  imported=imported if _IMPORTED.fullmatch(imported or "") else "")
 
 
 Sources = Mapping[str, Sequence["Source | None"]]
@@ -143,7 +153,7 @@ def _merged(entry: str, came_from: Sequence[str], old: Mapping, new: Source) -> 
         for origin in source.origins() if source is not None else ():
             if origin not in origins:
                 origins.append(Source(by=origin.by, at=origin.at, conversation_id=origin.conversation_id,
-                                      turn_id=origin.turn_id, restored=origin.restored))
+                                      turn_id=origin.turn_id, restored=origin.restored, imported=origin.imported))
     return Source(by=new.by, at=new.at, conversation_id=new.conversation_id, turn_id=new.turn_id,
                   restored=new.restored, tidied=True, merged=tuple(origins[:MAX_MERGED]))
 
@@ -197,5 +207,5 @@ def _unlinked(item: Source, conversation_id: int) -> Source:
     merged = tuple(_unlinked(origin, conversation_id) for origin in item.merged)
     if item.conversation_id == conversation_id:
         return Source(by=item.by, at=item.at, restored=item.restored, tidied=item.tidied, merged=merged,
-                      expires=item.expires)
+                      expires=item.expires, imported=item.imported)
     return item if merged == item.merged else replace(item, merged=merged)

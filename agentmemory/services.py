@@ -153,9 +153,12 @@ def set_save_mode(*, user_id, save_mode: str, actor: str = Actor.USER) -> bool:
     return preferences.set_save_mode(user_id=user_id, save_mode=save_mode, actor=actor)
 
 
-def save_proposal(*, user_id, proposal_id, edits=None) -> CommitResult:
-    """Save one pending proposal of the person (all or nothing) and tell their open pages."""
-    result = proposals.save(user_id=user_id, proposal_id=proposal_id, edits=edits)
+def save_proposal(*, user_id, proposal_id, edits=None, routes=None) -> CommitResult:
+    """Save one pending proposal of the person (all or nothing) and tell their open pages.
+
+    `routes` (an import's proposal): each item's document, or "skip".
+    """
+    result = proposals.save(user_id=user_id, proposal_id=proposal_id, edits=edits, routes=routes)
     if result.changed:
         broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
     return result

@@ -627,6 +627,8 @@ def source_text(source, link: Mapping | None = None) -> str:
         return str(_RESTORED_BY.get(source.by, _RESTORED_BY["system"])) % {"when": when}
     if source.tidied:
         return _("Tidied up by the assistant%(when)s, saved by you") % {"when": when}
+    if source.imported:
+        return _("Imported from %(source)s%(when)s") % {"source": import_source(source.imported), "when": when}
     if source.by == "agent":
         if link:
             return _("From your chat “%(title)s”%(when)s") % {"title": link["title"], "when": when}
@@ -675,3 +677,77 @@ def _short_date(value: str) -> str:
     if timezone.is_aware(moment):
         moment = timezone.localtime(moment)
     return ", " + date_format(moment, str(_DATE_OTHER_YEAR if moment.year != timezone.now().year else _DATE_THIS_YEAR))
+
+
+# --- the memory passport: importing what another assistant kept (`agentmemory.importing`) ------------
+
+# Where an import came from, after "Imported from" ("Imported from ChatGPT, 3 Dec").
+_IMPORT_SOURCES = {
+    "ours_json": gettext_lazy("a memory export"),
+    "ours_markdown": gettext_lazy("memory files"),
+    "mem0": "mem0",
+    "letta": "Letta",
+    "chatgpt": "ChatGPT",
+    "plain": gettext_lazy("a list"),
+}
+# The formats the import recognises, as the page names them.
+IMPORT_FORMATS = (
+    gettext_lazy("ChatGPT's saved memories, as copied from its settings (one memory a line)"),
+    gettext_lazy("Claude's memory files, or this site's Markdown export (/memories/profile.md and "
+                 "/memories/notes.md)"),
+    gettext_lazy("a mem0 export (JSON)"),
+    gettext_lazy("a Letta agent's memory blocks (JSON)"),
+    gettext_lazy("this site's JSON export"),
+    gettext_lazy("a plain list: one fact a line, bullets allowed"),
+)
+
+# Why a whole import was refused (`passport.ImportRefused.code`); nothing of it was kept.
+IMPORT_REFUSED = {
+    "import_too_large": gettext_lazy("This import is too large: at most 256 KB are read. Nothing was imported. "
+                                     "Split it, and import each part on its own."),
+    "import_too_many": gettext_lazy("This import holds too many items: at most 200 are read at once. Nothing was "
+                                    "imported. Split it, and import each part on its own."),
+    "import_item_too_long": gettext_lazy("An item of this import is longer than 1,000 characters, longer than a "
+                                         "memory entry should be. Nothing was imported. Shorten it and try again."),
+    "import_encoding": gettext_lazy("This file is not text in UTF-8, so it could not be read. Nothing was imported. "
+                                    "Save it as UTF-8 text and try again."),
+    "import_invalid_json": gettext_lazy("This looks like JSON but could not be read (it may be cut short). Nothing "
+                                        "was imported."),
+    "import_unknown_format": gettext_lazy("This JSON is not a format the import knows. Nothing was imported."),
+    "import_empty": gettext_lazy("No memory was found in this import. Paste the text, or choose a file."),
+    "import_nothing_new": gettext_lazy("Nothing in this import can be added, so nothing was proposed: see why "
+                                       "under each item."),
+}
+IMPORT_REFUSED_FALLBACK = gettext_lazy("This import could not be read. Nothing was imported.")
+
+# Why one item of an import is not proposed (the other items still are).
+IMPORT_ITEM_REASONS = {
+    "already_stored": gettext_lazy("Your memory already holds this."),
+    "repeated": gettext_lazy("This is repeated in the import; it is proposed once."),
+    "expiry_past": gettext_lazy("It was set to expire on a date that has passed."),
+}
+
+
+def import_source(code: str) -> str:
+    """The name of an import's source, after "Imported from"."""
+    return str(_IMPORT_SOURCES.get(code, _IMPORT_SOURCES["plain"]))
+
+
+def import_refused(code: str) -> str:
+    """The plain sentence for an import refused whole (`passport.ImportRefused.code`)."""
+    return str(IMPORT_REFUSED.get(code, IMPORT_REFUSED_FALLBACK))
+
+
+def import_item_reason(code: str) -> str:
+    """The plain sentence for one refused item of an import (a rule's code, or one of IMPORT_ITEM_REASONS)."""
+    if code in IMPORT_ITEM_REASONS:
+        return str(IMPORT_ITEM_REASONS[code])
+    if code.startswith("threat_"):
+        return _("Not imported: it looks like %(threat)s, which memory does not keep.") % {
+            "threat": threat_label(code.removeprefix("threat_"))}
+    return rule_message(code)
+
+
+def import_route(target: str) -> str:
+    """Where an imported item goes, as the review screen names it."""
+    return str(_("Your profile") if target == "user" else _("Your notes"))

@@ -319,6 +319,7 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
         conversation_id=conversation_id if isinstance(conversation_id, int) else None,
         turn_id=str(origin.get("turn_id") or ""),
         restored=bool(origin.get("restored")),
+        imported=str(origin.get("imported") or ""),
     )
 
 
