@@ -313,3 +313,15 @@ def source_links(*, user_id, state: MemoryState) -> dict[int, dict]:
     except Exception as exc:  # links are a convenience: the page shows the entries without them
         logger.warning("memory page: source links unavailable: %s", type(exc).__name__)
         return {}
+
+
+def markdown_export(*, user_id) -> str:
+    """The person's two documents as the Markdown pair (`passport.markdown_bundle`), as our import reads back.
+
+    Raise `store.MemoryUnavailable` when memory cannot be read.
+    """
+    from .passport import markdown_bundle
+
+    snapshot = load_state(user_id=user_id).snapshot
+    return markdown_bundle({target: snapshot.entries(target) for target in TARGETS},
+                           {target: snapshot.expiries(target) for target in TARGETS})

@@ -751,3 +751,20 @@ def import_item_reason(code: str) -> str:
 def import_route(target: str) -> str:
     """Where an imported item goes, as the review screen names it."""
     return str(_("Your profile") if target == "user" else _("Your notes"))
+
+
+IMPORT_SKIP = gettext_lazy("Leave out")
+IMPORT_PROPOSED = gettext_lazy("Review your import: nothing is saved until you choose Save.")
+IMPORT_SAVED = gettext_lazy("Your import is saved to your memory.")
+_IMPORT_SAVE_MESSAGES = {
+    "import_all_skipped": gettext_lazy("Every item is left out, so there is nothing to save. Discard the import "
+                                       "instead, or keep at least one item."),
+    "invalid_route": gettext_lazy("Choose your profile, your notes, or Leave out for each item."),
+}
+
+
+def import_save_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
+    """The plain sentence for an import's proposal that could not be saved."""
+    if code in _IMPORT_SAVE_MESSAGES:
+        return str(_IMPORT_SAVE_MESSAGES[code])
+    return proposal_message(code, target=target, limits=limits)

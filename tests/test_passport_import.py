@@ -153,3 +153,92 @@ def test_an_expiry_carried_by_the_import_is_kept_and_a_past_one_refused(user):
     assert [item.code for item in result.refused] == ["expiry_past"]
     proposals.save(user_id=user.pk, proposal_id=result.proposal_id)
     assert store.load_snapshot(user_id=user.pk).expiries("memory") == {"Field season runs until October": later}
+
+
+# --- the memory page: Import, the review screen, the Markdown download (plain forms, no script) -------------
+
+
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_page_import_review_route_change_and_save(client, user):
+    signed_in(client, user)
+    page = client.get("/memory/")
+    assert "Import" in page.content.decode() and "ChatGPT" in page.content.decode()
+    data = CHATGPT_LIST + f"{SECRET}\n"
+    response = client.post("/memory/import/", {"text": data})
+    assert response.status_code == 302
+    review_url = response["Location"]
+    review = client.get(review_url)
+    html = review.content.decode()
+    assert review.status_code == 200
+    assert "Prefers metric units." in html and 'name="route-3"' in html
+    assert "Not imported" in html and "ghp_" not in html  # the secret is refused and never shown back
+    assert "a password, token or key" in html
+    assert entries_of(user) == {"user": (), "memory": ()}
+    pk = int(review_url.rstrip("/").split("/")[-1])
+    saved = client.post(f"/memory/import/{pk}/save/", {"route-1": "memory", "route-2": "skip", "route-3": "memory"})
+    assert saved.status_code == 302 and saved["Location"] == "/memory/"
+    assert entries_of(user) == {"user": (),
+                                "memory": ("Prefers metric units.", "Project Quillfeather uses Rust and PostgreSQL.")}
+    assert "Imported from ChatGPT" in client.get("/memory/").content.decode()
+
+
+def test_page_import_that_does_not_fit_offers_tidy_up_and_saves_nothing(client, user, settings):
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "USER_LIMIT": 120, "TIDY_MODEL": "chat.tidy.ask_model"}
+    seed(user, user_entries=["Works as a marine biologist.", "Prefers short answers."])
+    signed_in(client, user)
+    data = "\n".join(f"Prefers answer style number {n} on Mondays." for n in range(3))
+    review_url = client.post("/memory/import/", {"text": data})["Location"]
+    html = client.get(review_url).content.decode()
+    assert "This does not fit: your profile" in html
+    assert 'action="/memory/tidy/"' in html and 'name="target" value="user"' in html
+    pk = int(review_url.rstrip("/").split("/")[-1])
+    refused = client.post(f"/memory/import/{pk}/save/", {})
+    assert refused.status_code == 302 and refused["Location"] == review_url
+    again = client.get(review_url).content.decode()
+    assert 'role="alert"' in again and "This does not fit" in again
+    assert entries_of(user)["user"] == ("Works as a marine biologist.", "Prefers short answers.")
+
+
+@pytest.mark.parametrize(("upload", "sentence"), [
+    (b"x" * (10 * 1024 * 1024), "This import is too large"),
+    ("\n".join(f"Fact number {n}" for n in range(10_000)).encode(), "too many items"),
+    ("Prefers tea".encode("utf-16"), "not text in UTF-8"),
+])
+def test_page_hostile_uploads_are_refused_with_a_sentence_and_nothing_stored(client, user, upload, sentence):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    signed_in(client, user)
+    response = client.post("/memory/import/", {"file": SimpleUploadedFile("memories.txt", upload)})
+    assert response.status_code == 302 and response["Location"].endswith("#import")
+    html = client.get("/memory/").content.decode()
+    assert sentence in html and 'id="import-error"' in html
+    assert MemoryProposal.objects.filter(user=user).count() == 0
+
+
+def test_page_import_with_nothing_new_says_why(client, user):
+    seed(user, user_entries=["Prefers metric units."])
+    signed_in(client, user)
+    response = client.post("/memory/import/", {"text": "Prefers metric units.\n"})
+    html = response.content.decode()
+    assert response.status_code == 200 and "Nothing in this import can be added" in html
+    assert "Your memory already holds this." in html
+    assert MemoryProposal.objects.filter(user=user).count() == 0
+
+
+def test_markdown_download_round_trips_through_the_page_import(client, user, other_user):
+    seed(user, user_entries=["Works as a marine biologist."], memory_entries=["The survey boat is called Kestrel."])
+    signed_in(client, user)
+    download = client.get("/memory/export/markdown/")
+    assert download.status_code == 200 and download["Content-Type"].startswith("text/markdown")
+    assert "attachment" in download["Content-Disposition"]
+    client.force_login(other_user)
+    review_url = client.post("/memory/import/", {"text": download.content.decode()})["Location"]
+    pk = int(review_url.rstrip("/").split("/")[-1])
+    client.post(f"/memory/import/{pk}/save/", {})
+    assert entries_of(other_user) == entries_of(user)
+    state = store.load_state(user_id=other_user.pk)
+    assert {source.imported for source in state.sources["user"]} == {passport.OURS_MARKDOWN}
