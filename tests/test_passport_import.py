@@ -242,3 +242,62 @@ def test_markdown_download_round_trips_through_the_page_import(client, user, oth
     assert entries_of(other_user) == entries_of(user)
     state = store.load_state(user_id=other_user.pk)
     assert {source.imported for source in state.sources["user"]} == {passport.OURS_MARKDOWN}
+
+
+# --- the API -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_api_import_returns_the_proposal_and_the_refused_items(api, user):
+    mem0 = json.dumps({"results": [{"id": "a1", "memory": "Likes hiking in the Tatras"},
+                                   {"id": "a2", "memory": INJECTION}]})
+    response = api.post("/api/memory/import/", {"text": mem0, "routes": {"1": "memory"}}, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["format"] == passport.MEM0
+    assert [(op["target"], op["content"], op["reason"]) for op in body["proposal"]["operations"]] == [
+        ("memory", "Likes hiking in the Tatras", "import")]
+    assert [item["code"] for item in body["refused"]] == ["threat_prompt_injection"]
+    assert entries_of(user) == {"user": (), "memory": ()}
+    saved = api.post(f"/api/memory/proposals/{body['proposal']['id']}/save/", {}, format="json")
+    assert saved.status_code == 200
+    assert entries_of(user)["memory"] == ("Likes hiking in the Tatras",)
+
+
+@pytest.mark.parametrize(("text", "status", "code"), [
+    ("x" * (10 * 1024 * 1024), 413, "import_too_large"),
+    ("\n".join(f"Fact number {n}" for n in range(10_000)), 400, "import_too_many"),
+    (f"- {SECRET}\n", 200, None),
+])
+def test_api_hostile_imports(api, user, text, status, code):
+    response = api.post("/api/memory/import/", {"text": text}, format="json")
+    assert response.status_code == status
+    if code:
+        assert response.json()["code"] == code
+    else:
+        assert response.json()["proposal"] is None
+        assert response.json()["refused"] == [{"content": "", "code": "threat_secret",
+                                               "reason": words.import_item_reason("threat_secret")}]
+    assert MemoryProposal.objects.filter(user=user).count() == 0
+
+
+def test_api_markdown_export_round_trips_through_the_api_import(api, user, other_user):
+    from rest_framework.test import APIClient
+
+    seed(user, user_entries=["Works as a marine biologist."], memory_entries=["The survey boat is called Kestrel."])
+    exported = api.get("/api/memory/export/markdown/")
+    assert exported.status_code == 200 and exported["Content-Type"].startswith("text/markdown")
+    other = APIClient()
+    other.force_authenticate(other_user)
+    body = other.post("/api/memory/import/", {"text": exported.content.decode()}, format="json").json()
+    assert body["format"] == passport.OURS_MARKDOWN
+    other.post(f"/api/memory/proposals/{body['proposal']['id']}/save/", {}, format="json")
+    assert entries_of(other_user) == entries_of(user)
