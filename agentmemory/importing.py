@@ -53,7 +53,7 @@ ALREADY_STORED, REPEATED, NOTHING_NEW = "already_stored", "repeated", "import_no
 # A refused item whose text is not shown back to the person (it would repeat a secret on the page).
 _NOT_SHOWN = ("threat_secret",)
 # The rules' capacity is checked apart: an import that does not fit is still proposed, and says so.
-_UNBOUNDED = {target: 10**9 for target in TARGETS}
+_UNBOUNDED: dict[str, int] = {target: 10**9 for target in TARGETS}
 
 
 @dataclass(frozen=True)

@@ -394,7 +394,7 @@ def _imported(stored: Sequence[Mapping]) -> str:
 
 def _with_routes(operations: list[Operation], routes: Mapping[int, str], stored: Sequence[Mapping]) -> list[Operation]:
     """An import's adds with the person's routes: moved to the other document, or left out ("skip")."""
-    routed = list(operations)
+    routed: list[Operation | None] = list(operations)
     for position, target in routes.items():
         if not isinstance(position, int) or not 1 <= position <= len(operations):
             raise MemoryValidationError(
@@ -403,8 +403,9 @@ def _with_routes(operations: list[Operation], routes: Mapping[int, str], stored:
         if target not in (*TARGETS, SKIP):
             raise MemoryValidationError("Choose the profile, the notes, or leave the item out.", code="invalid_route",
                                         position=position)
-        routed[position - 1] = replace(operations[position - 1], target=target)
-    kept = [operation for operation in routed if operation.target != SKIP]
+        routed[position - 1] = (None if target == SKIP
+                                else replace(operations[position - 1], target="user" if target == "user" else "memory"))
+    kept = [operation for operation in routed if operation is not None]
     if not kept:
         raise MemoryValidationError("Every item was left out; there is nothing to save.", code="import_all_skipped")
     return kept

@@ -589,9 +589,9 @@ def import_memory(request: HttpRequest) -> HttpResponse:
         return _failed(request, _throttled_message(), status=429, key=("import",))
     try:
         result = importing.propose(user_id=request.user.pk, data=form.data_bytes(passport.MAX_IMPORT_BYTES))
-    except passport.ImportRefused as refused:
-        status = 413 if refused.code == "import_too_large" else 400
-        return _failed(request, words.import_refused(refused.code), status=status, key=("import",))
+    except passport.ImportRefused as refusal:
+        status = 413 if refusal.code == "import_too_large" else 400
+        return _failed(request, words.import_refused(refusal.code), status=status, key=("import",))
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory import failed", extra={"user_id": request.user.pk})
         return _failed(request, UNAVAILABLE_NOW, status=503, key=("import",))

@@ -32,7 +32,8 @@ from .tidy import TidyThrottle, TidyView
 
 __all__ = [
     "ChangeAPIView", "ChangeDetailView", "ChangeListView", "ChangeRestoreView", "ChangeUndoView",
-    "MemoryAPIView", "MemoryExportView", "MemoryImportView", "MemoryMarkdownExportView", "MemoryOperationsView", "MemorySettingsView", "MemoryView",
+    "MemoryAPIView", "MemoryExportView", "MemoryImportView", "MemoryMarkdownExportView",
+    "MemoryOperationsView", "MemorySettingsView", "MemoryView",
     "MemoryWriteThrottle", "ProposalDetailView", "ProposalListView", "ProposalSaveView", "TidyThrottle", "TidyView",
     "error_response",
 ]
