@@ -79,7 +79,7 @@ def _pinned(target: Target, action: Action, entry: str | None, content: str | No
 def _result(target: Target, current: Sequence[str], operations: Sequence[Operation]) -> tuple[str, ...] | None:
     """The entries the batch leaves (None when the rules refuse it: the commit will say why)."""
     try:
-        after = apply_operations(Snapshot(**{target: tuple(current)}), operations, {"user": 10**9, "memory": 10**9},
+        after = apply_operations(Snapshot(**{target: tuple(current)}), operations,  # type: ignore[arg-type]  # user or memory {"user": 10**9, "memory": 10**9},
                                  max_operations=len(operations))
     except ValueError:
         return None

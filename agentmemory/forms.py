@@ -51,9 +51,54 @@ class CorrectEntryForm(RemoveEntryForm):
     )
 
 
+class ExpiryForm(RemoveEntryForm):
+    """An entry's expiry: a date, or a preset ("week": for a week; "never": until the person removes it)."""
+
+    date = forms.DateField(required=False, input_formats=["%Y-%m-%d"],
+                           error_messages={"invalid": gettext_lazy("Choose a date, or keep the entry until you "
+                                                                   "remove it.")})
+    preset = forms.ChoiceField(choices=[("", ""), ("week", "week"), ("never", "never")], required=False)
+    tz = forms.CharField(required=False, max_length=64)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("preset") and not data.get("date") and not self.errors:
+            raise forms.ValidationError(gettext_lazy("Choose a date, or keep the entry until you remove it."))
+        return data
+
+    @property
+    def expires(self) -> str:
+        preset = self.cleaned_data.get("preset")
+        if preset == "never":
+            return "never"
+        if preset == "week":
+            return "for a week"
+        return self.cleaned_data["date"].isoformat()
+
+
 def first_error(form: forms.Form) -> str:
     """Return one plain sentence describing what is wrong with a post."""
     for errors in form.errors.values():
         if errors:
             return str(errors[0])  # in the active language
     return _("The form could not be read; reload the page and try again.")
+
+
+class ImportForm(forms.Form):
+    """What another assistant kept, pasted or uploaded; `passport.read` decides whether it can be read."""
+
+    text = forms.CharField(strip=False, required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    file = forms.FileField(required=False, allow_empty_file=True)
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("text") or "").strip() and not data.get("file") and not self.errors:
+            raise forms.ValidationError(gettext_lazy("Paste what another assistant kept, or choose a file."))
+        return data
+
+    def data_bytes(self, limit: int) -> bytes:
+        """The upload (at most `limit` + 1 bytes are read: more is too large anyway), else the pasted text."""
+        upload = self.cleaned_data.get("file")
+        if upload:
+            return upload.read(limit + 1)
+        return self.cleaned_data["text"].encode("utf-8")

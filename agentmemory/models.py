@@ -65,6 +65,8 @@ class Actor(models.TextChoices):
     USER = "user", _("User")
     STAFF = "staff", _("Staff")
     SYSTEM = "system", _("System")
+    # An entry reached the end of the date the person (or the assistant) gave it.
+    EXPIRY = "expiry", _("Expiry")
 
 
 class Outcome(models.TextChoices):
@@ -122,6 +124,10 @@ class MemoryPreference(models.Model):
     # memory and its commit checks it under the lock: a change staged before
     # an erase is never saved after it.
     erasures = models.PositiveIntegerField(default=0)
+    # The person's time zone (an IANA name their browser reported), in which
+    # an entry's expiry date and phrases such as "until Sunday" are read.
+    # "" follows settings.TIME_ZONE (`agentmemory.expiry.time_zone_of`).
+    time_zone = models.CharField(max_length=64, blank=True, default="", db_default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -247,6 +253,9 @@ class MemoryVersion(models.Model):
     before = models.TextField(blank=True)
     before_provenance = models.JSONField(null=True, blank=True)
     after = models.TextField(blank=True)
+    # The per-entry provenance the change left (for each entry's expiry: an
+    # expiry-only change leaves the text as it was). NULL for older versions.
+    after_provenance = models.JSONField(null=True, blank=True)
     kind = models.CharField(_("kind"), max_length=16, choices=ChangeKind.choices, default=ChangeKind.CHANGE)
     by = models.CharField(_("by"), max_length=16)
     conversation_id = models.PositiveBigIntegerField(_("conversation id"), null=True, blank=True)

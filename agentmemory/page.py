@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.utils.formats import get_format
 from django.utils.translation import gettext_lazy, ngettext
 
-from . import preferences, proposals, threats, tidy, words
+from . import importing, passport, preferences, proposals, store, threats, tidy, words
 from .conf import memory_settings
 from .rules import FULL_PERCENT, WARN_PERCENT
 from .selectors import memory_state, page_number, recent_events, source_links
@@ -52,6 +52,7 @@ def render_page(
     proposal_errors: dict | None = None,
     change_errors: dict | None = None,
     page_error: str = "",
+    import_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     entry_errors = entry_errors or {}
@@ -85,6 +86,9 @@ def render_page(
                     "source_url": link["url"] if link else "",
                     # A tidied line: where each entry it came from came from.
                     "origins": _origins(source, links),
+                    # Its last day, if it expires ("Until Fri 11 Dec").
+                    "expires": source.expires if source is not None else "",
+                    "expires_label": words.expiry_text(source.expires if source is not None else ""),
                 })
             documents.append({
                 "document": document,
@@ -127,6 +131,10 @@ def render_page(
         "proposal_wait": _days(memory_settings().proposal_ttl_days),
         "memory_enabled": memory_settings().enabled,
         "tidy_offered": tidy.offered() and use_memory is not False,
+        # Import: the formats it recognises, and why the last import was refused.
+        "import_formats": words.IMPORT_FORMATS,
+        "import_error": import_error,
+        "import_max_chars": passport.MAX_IMPORT_BYTES,
     }
     return render(request, "agentmemory/memory_page.html", context, status=status)
 
@@ -155,6 +163,8 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
                 else words.proposal_action(op.action, op.target),
                 "content": op.content,
                 "entry": op.entry,
+                "expires_label": words.expiry_text(op.expires) if op.expires != "never"
+                else words.expiry_change_text(""),
                 # A Tidy up's merged line: the entries it came from, as they were.
                 "merged_from": op.merged_from if len(op.merged_from) > 1 else (),
                 "editable": op.editable,
@@ -167,6 +177,7 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
             "created_at": proposal.created_at,
             "expires_at": proposal.expires_at,
             "from_chat": proposal.conversation_id is not None,
+            "imported": importing.is_import(proposal),
             "tidy": tidied,
             "error": errors.pop(proposal.id, ""),
         })
@@ -208,12 +219,15 @@ def _history_changes(history, errors: dict) -> list[dict]:
             "name": words.document_name(document.target),
             "heading": words.document_heading(document.target),
             "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
-                        for entry in document.entries],
+                        for entry in document.entries]
+            + [{"kind": "expiry", "after": entry, "label": words.expiry_change_text(now)}
+               for entry, _was, now in document.expiry_changes],
         } for document in change.documents]
         items.append({
             "id": change.id,
             "created_at": change.created_at,
-            "who": words.change_author(change.by, change.kind),
+            "who": words.expiry_removal_text(change.created_at) if change.by == "expiry"
+            else words.change_author(change.by, change.kind),
             "documents": documents,
             "error": errors.pop(change.id, ""),
         })
@@ -225,3 +239,43 @@ def _days(days: float) -> str:
     count = int(days) if days == int(days) else 2  # "0.5 days", "1.5 days": plural
     shown = f"{days:g}".replace(".", str(get_format("DECIMAL_SEPARATOR")))
     return ngettext("%(days)s day", "%(days)s days", count) % {"days": shown}
+
+
+def render_import_review(request, proposal, *, refused=(), routes: dict | None = None, error: str = "",
+                         status: int = 200) -> HttpResponse:
+    """The review of an import: each item with its document (changeable, or left out), the refused items with
+    their reasons, what does not fit with the Tidy up offer. `proposal` is None when nothing could be added."""
+    routes = routes or {}
+    items: list[dict] = []
+    over: tuple[str, ...] = ()
+    snapshot = None
+    if proposal is not None:
+        for op in proposal.operations:
+            route = routes.get(op.position, op.target)
+            items.append({"position": op.position, "content": op.content, "route": route,
+                          "expires_label": words.expiry_text(op.expires)})
+        try:
+            over = importing.over_capacity(user_id=request.user.pk, proposal=proposal, routes=routes)
+            snapshot = store.load_snapshot(user_id=request.user.pk)
+        except MemoryUnavailable:
+            snapshot = None
+    full = []
+    for target in over:
+        full.append({
+            "target": target,
+            "message": words.rule_message("over_capacity", target=target, limits=memory_settings().limits),
+            "tidy": tidy.offered() and snapshot is not None and tidy.can_tidy(snapshot.entries(target)),
+        })
+    context = {
+        "proposal": proposal,
+        "format_name": words.import_source(proposal.operations[0].imported) if proposal else "",
+        "items": items,
+        "routes": [("user", words.import_route("user")), ("memory", words.import_route("memory")),
+                   (proposals.SKIP, words.IMPORT_SKIP)],
+        "refused": [{"content": content, "reason": words.import_item_reason(code)} for content, code in refused],
+        "full": full,
+        "error": error,
+        "nothing_new": proposal is None,
+        "nothing_new_message": words.import_refused(importing.NOTHING_NEW),
+    }
+    return render(request, "agentmemory/import_review.html", context, status=status)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, document_length, model_view, usage
+from .rules import LIMITS, SEPARATOR, TARGETS, TITLES, Snapshot, expiry_note, model_view, rendered_length, usage
 
 POLICY_VERSION = "v3"  # the default; AGENTMEMORY_POLICY_VERSION chooses per deployment
 POLICY_DIR = Path(__file__).resolve().parent / "policy"
@@ -66,6 +66,13 @@ def render_entry_for_prompt(entry: str) -> str:
     return model_view(entry)
 
 
+def _rendered(snapshot: Snapshot, target: str) -> list[str]:
+    """The entries as the model sees them, each with its expiry beside it ("... (until 2026-12-11)"),
+    so the model knows the fact is temporary; the note counts in the document's characters."""
+    expiries = snapshot.expiries(target)
+    return [render_entry_for_prompt(entry) + expiry_note(expiries.get(entry)) for entry in snapshot.entries(target)]
+
+
 def render_header(target: str, snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> str:
     """Return e.g. `USER PROFILE [41% - 564/1375 characters]`.
 
@@ -84,7 +91,7 @@ def render_block(snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> str:
     sections = []
     for target in TARGETS:
         lines = [render_header(target, snapshot, limits)]
-        entries = [render_entry_for_prompt(entry) for entry in snapshot.entries(target)]
+        entries = _rendered(snapshot, target)
         if entries:
             lines.append(SEPARATOR.join(entries))
         sections.append("\n".join(lines))
@@ -97,10 +104,10 @@ def prompt_variables(snapshot: Snapshot | None, limits: Mapping[str, int] = LIMI
     current = snapshot or Snapshot()
     return {
         "memory_status": STATUS_AVAILABLE if available else STATUS_UNAVAILABLE,
-        "user_memory_content": SEPARATOR.join(map(render_entry_for_prompt, current.user)) if available else "",
-        "memory_content": SEPARATOR.join(map(render_entry_for_prompt, current.memory)) if available else "",
-        "user_memory_used": document_length(current.user) if available else 0,
-        "memory_used": document_length(current.memory) if available else 0,
+        "user_memory_content": SEPARATOR.join(_rendered(current, "user")) if available else "",
+        "memory_content": SEPARATOR.join(_rendered(current, "memory")) if available else "",
+        "user_memory_used": rendered_length(current, "user") if available else 0,
+        "memory_used": rendered_length(current, "memory") if available else 0,
         "user_memory_limit": limits["user"],
         "memory_limit": limits["memory"],
     }
@@ -116,7 +123,8 @@ def compile_memory_prompt(
 ) -> str:
     """Return the memory section of one request's system prompt.
 
-    `snapshot` is what this turn read; None means the read failed, which
+    `snapshot` is what this turn read, without the entries past their date
+    (`Snapshot.unexpired`, which the turn applies); None means the read failed, which
     yields `memory_status: unavailable` and an empty block, never an empty
     snapshot that would look like a person without memory.
     """

@@ -34,13 +34,19 @@ from django.utils import timezone
 from . import signals
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
-from .rules import MemoryValidationError, Operation, normalize_text, summarize
+from .rules import TARGETS, MemoryValidationError, Operation, normalize_text, summarize
 from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person
 
 # How many expired proposals one DELETE statement removes.
 EXPIRE_BATCH = 1000
+# The most operations an import's proposal holds (`passport.MAX_IMPORT_ITEMS`: checked in the tests).
+MAX_IMPORT_OPERATIONS = 200
 # The reason of a Tidy up's operations (`agentmemory.tidy`): its lines can be edited before saving.
 TIDY = "tidy"
+# The reason of an import's operations (`agentmemory.importing`): adds the person may route to the
+# other document, or leave out ("skip"), before saving.
+IMPORT = "import"
+SKIP = "skip"
 
 
 class ProposalGone(LookupError):
@@ -61,6 +67,10 @@ class ProposedOperation:
     reason: str = ""
     # Tidy up (reason "tidy"): the entries this line came from, as they were.
     merged_from: tuple[str, ...] = ()
+    # The expiry the operation sets: an ISO date, "never" (cleared) or "" (none given).
+    expires: str = ""
+    # An import's add: the format it came from (`passport.FORMATS`), a code.
+    imported: str = ""
 
     @property
     def editable(self) -> bool:
@@ -81,7 +91,7 @@ class Proposal:
 
 
 def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = None,
-             merged_from: Sequence[Sequence[str]] | None = None) -> list[dict]:
+             merged_from: Sequence[Sequence[str]] | None = None, imported: str = "") -> list[dict]:
     reasons = list(reasons or ())
     merged_from = list(merged_from or ())
     stored = []
@@ -89,10 +99,14 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
         item: dict[str, Any] = {
             "target": op.target, "action": op.action, "match": op.match, "content": op.content, "entry": op.entry
         }
+        if op.expires is not None:
+            item["expires"] = op.expires  # the entry's last day (ISO), or "never"
         if index < len(reasons) and reasons[index]:
             item["reason"] = reasons[index]  # why trusted code asked (`gate.REASONS`), a code, no content
         if index < len(merged_from) and merged_from[index]:
             item["from"] = [str(entry) for entry in merged_from[index]]  # Tidy up: the entries this line came from
+        if imported and op.action == "add":
+            item["imported"] = imported  # an import's add: the format's code, no content
         stored.append(item)
     return stored
 
@@ -100,7 +114,8 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
 def _from_json(data: Sequence[Mapping]) -> list[Operation]:
     return [
         Operation(target=item["target"], action=item["action"], match=item.get("match"),
-                  content=item.get("content"), entry=item.get("entry"))
+                  content=item.get("content"), entry=item.get("entry"),
+                  expires=item["expires"] if isinstance(item.get("expires"), str) else None)
         for item in data
     ]
 
@@ -110,7 +125,8 @@ def _view(row: MemoryProposal) -> Proposal:
         id=row.pk,
         operations=tuple(
             ProposedOperation(position=index, target=op.target, action=op.action, content=op.content, entry=op.entry,
-                              reason=str(item.get("reason") or ""), merged_from=_merged_from(item))
+                              reason=str(item.get("reason") or ""), merged_from=_merged_from(item),
+                              expires=op.expires or "", imported=str(item.get("imported") or ""))
             for index, (op, item) in enumerate(zip(_from_json(row.operations), row.operations), start=1)
         ),
         conversation_id=row.conversation_id,
@@ -134,6 +150,7 @@ def create(
     reasons: Sequence[str] | None = None,
     erasures: int | None = None,
     merged_from: Sequence[Sequence[str]] | None = None,
+    imported: str = "",
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
@@ -145,6 +162,9 @@ def create(
     record this one's outcome (`proposal_id=`) in the same transaction.
     `reasons`, one per operation, say why trusted code asked (`gate`);
     `merged_from`, one per operation, the entries a Tidy up's line came from.
+    `imported` (the person's import, `agentmemory.importing`): the format's
+    code; the person asked for it, so it is stored with memory off too, and
+    the event's actor is the person.
     With `erasures` (the erase count the turn read), raise
     MemoryValidationError `erased` (nothing stored) when the person erased
     their memory since.
@@ -155,16 +175,18 @@ def create(
     with transaction.atomic():
         if cancelled():
             raise CommitCancelled()
-        lock_person(user_id=user_id, agent=True, erasures=erasures)
+        lock_person(user_id=user_id, agent=not imported, erasures=erasures)
         if guard is not None:
             guard.check()
         proposal = MemoryProposal.objects.create(
-            user_id=user_id, operations=_to_json(operations, reasons, merged_from), operation_count=len(operations),
+            user_id=user_id, operations=_to_json(operations, reasons, merged_from, imported),
+            operation_count=len(operations),
             conversation_id=conversation_id,
             turn_id=turn_id[:64], expires_at=timezone.now() + timedelta(days=memory_settings().proposal_ttl_days),
         )
         MemoryEvent.objects.create(
-            user_id=user_id, actor=Actor.AGENT, outcome=Outcome.PROPOSED, operation_count=summary.operation_count,
+            user_id=user_id, actor=Actor.USER if imported else Actor.AGENT, outcome=Outcome.PROPOSED,
+            operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions, duration_ms=int((time.monotonic() - started) * 1000),
         )
         if guard is not None:
@@ -252,11 +274,15 @@ def get(*, user_id, proposal_id) -> Proposal:
     return _view(row)
 
 
-def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> CommitResult:
+def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None,
+         routes: Mapping[int, str] | None = None) -> CommitResult:
     """Commit one pending proposal, all or nothing; return the commit's result.
 
     `edits` maps the 1-based position of an `add` to the text the person
-    wants instead. Raise ProposalGone when there is no such pending
+    wants instead. `routes` maps the position of an import's add to the
+    document it goes to ("user", "memory") or "skip" (left out); an
+    import's proposal may hold up to `passport.MAX_IMPORT_ITEMS` adds, and
+    what it writes records the import's format in its provenance. Raise ProposalGone when there is no such pending
     proposal, and MemoryValidationError (nothing written, the proposal kept)
     when it no longer applies to the memory as it is now.
     """
@@ -271,15 +297,22 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None) -> Com
         if row is None:
             raise ProposalGone("No pending proposal of yours has this id.")
         operations = _with_edits(_from_json(row.operations), edits, row.operations)
-        origin: dict[str, Any] = {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id}
+        imported = _imported(row.operations)
+        if imported:
+            operations = _with_routes(operations, routes or {}, row.operations)
+        elif routes:
+            raise MemoryValidationError("Only an import's items can be moved or left out.", code="invalid_route")
+        origin: dict[str, Any] = ({"by": "user", "imported": imported} if imported else
+                                  {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id})
         merges = _merges(operations, row.operations)
         if merges:
             origin["merges"] = merges  # a Tidy up's lines keep the sources of the entries they came from
         try:  # commit_operations runs in a savepoint of this transaction and records a rejection in it
             result = commit_operations(
                 user_id=user_id, operations=operations, actor=Actor.USER,
-                # The entries come from the assistant (a chat, or Tidy up); the person saved them.
-                origin=origin,
+                # The entries come from the assistant (a chat, or Tidy up), or the person's import; the person
+                # saved them.
+                origin=origin, max_operations=MAX_IMPORT_OPERATIONS if imported else None,
             )
         except MemoryValidationError as exc:
             rejection = exc  # the commit recorded the rejection; the proposal stays for the person to discard
@@ -346,8 +379,36 @@ def _with_edits(operations: list[Operation], edits: Mapping[int, str],
             raise MemoryValidationError("Write the fact itself before saving.", code="empty_entry",
                                         position=position, target=operation.target)
         operations[position - 1] = (replace(operation, content=content) if tidy_line
-                                    else Operation(target=operation.target, action="add", content=content))
+                                    else Operation(target=operation.target, action="add", content=content,
+                                                   expires=operation.expires))
     return operations
+
+
+def _imported(stored: Sequence[Mapping]) -> str:
+    """The format of an import's proposal ("" for any other): every operation is an import's add."""
+    kinds = {str(item.get("imported") or "") for item in stored}
+    if len(kinds) == 1 and all(item.get("reason") == IMPORT and item.get("action") == "add" for item in stored):
+        return kinds.pop()
+    return ""
+
+
+def _with_routes(operations: list[Operation], routes: Mapping[int, str], stored: Sequence[Mapping]) -> list[Operation]:
+    """An import's adds with the person's routes: moved to the other document, or left out ("skip")."""
+    routed: list[Operation | None] = list(operations)
+    for position, target in routes.items():
+        if not isinstance(position, int) or not 1 <= position <= len(operations):
+            raise MemoryValidationError(
+                f"position {position!r} is not an operation of this proposal (1 to {len(operations)}).",
+                code="invalid_route")
+        if target not in (*TARGETS, SKIP):
+            raise MemoryValidationError("Choose the profile, the notes, or leave the item out.", code="invalid_route",
+                                        position=position)
+        routed[position - 1] = (None if target == SKIP
+                                else replace(operations[position - 1], target="user" if target == "user" else "memory"))
+    kept = [operation for operation in routed if operation is not None]
+    if not kept:
+        raise MemoryValidationError("Every item was left out; there is nothing to save.", code="import_all_skipped")
+    return kept
 
 
 def _merged_from(item: Mapping) -> tuple[str, ...]:

@@ -19,17 +19,20 @@ the documents.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from .rules import TARGETS, Snapshot
+from .rules import ISO_DATE, TARGETS, Snapshot, with_expiry
 
-AGENT, USER, STAFF, SYSTEM = "agent", "user", "staff", "system"
-ROLES = (AGENT, USER, STAFF, SYSTEM)
+AGENT, USER, STAFF, SYSTEM, EXPIRY = "agent", "user", "staff", "system", "expiry"
+ROLES = (AGENT, USER, STAFF, SYSTEM, EXPIRY)
 # The most sources one tidied line keeps of the entries it came from (the oldest first).
 MAX_MERGED = 20
+# An imported entry's format code (`passport.FORMATS`): a short name, never content.
+_IMPORTED = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ class Source:
     # Written by Tidy up from one or more entries, whose sources `merged` keeps (one level deep).
     tidied: bool = False
     merged: tuple[Source, ...] = ()
+    # The entry's last day (ISO date, the person's time zone); "" for an entry that never expires.
+    # Metadata of the entry, not of who wrote it: set by the commit from the snapshot's expiries.
+    expires: str = ""
+    # Brought in by the person's import (`agentmemory.importing`): the format's code ("chatgpt", "mem0", ...).
+    imported: str = ""
 
     def as_json(self) -> dict:
         data: dict = {"by": self.by, "at": self.at}
@@ -58,6 +66,10 @@ class Source:
             data["tidied"] = True
         if self.merged:
             data["merged"] = [item.as_json() for item in self.merged]
+        if self.expires:
+            data["expires"] = self.expires
+        if self.imported:
+            data["imported"] = self.imported
         return data
 
     @classmethod
@@ -75,6 +87,10 @@ class Source:
             tidied=data.get("tidied") is True,
             merged=tuple(item for item in (cls.from_json(one, nested=False) for one in merged[:MAX_MERGED])
                          if item is not None) if isinstance(merged, list) else (),
+            expires=expires if nested and isinstance(expires := data.get("expires"), str)
+            and ISO_DATE.fullmatch(expires) else "",
+            imported=imported if isinstance(imported := data.get("imported"), str)
+            and _IMPORTED.fullmatch(imported) else "",
         )
 
     def origins(self) -> tuple[Source, ...]:
@@ -83,10 +99,11 @@ class Source:
 
 
 def source(by: str, at: datetime, *, conversation_id: int | None = None, turn_id: str = "",
-           restored: bool = False) -> Source:
+           restored: bool = False, imported: str = "") -> Source:
     if by not in ROLES:
         raise ValueError(f"unknown source role {by!r}")
-    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64], restored=restored)
+    return Source(by=by, at=at.isoformat(), conversation_id=conversation_id, turn_id=turn_id[:64], restored=restored,
+                  imported=imported if _IMPORTED.fullmatch(imported or "") else "")
 
 
 Sources = Mapping[str, Sequence["Source | None"]]
@@ -136,9 +153,37 @@ def _merged(entry: str, came_from: Sequence[str], old: Mapping, new: Source) -> 
         for origin in source.origins() if source is not None else ():
             if origin not in origins:
                 origins.append(Source(by=origin.by, at=origin.at, conversation_id=origin.conversation_id,
-                                      turn_id=origin.turn_id, restored=origin.restored))
+                                      turn_id=origin.turn_id, restored=origin.restored, imported=origin.imported))
     return Source(by=new.by, at=new.at, conversation_id=new.conversation_id, turn_id=new.turn_id,
                   restored=new.restored, tidied=True, merged=tuple(origins[:MAX_MERGED]))
+
+
+def expiries(entries: Sequence[str], sources: Sequence[Source | None]) -> dict[str, str]:
+    """Return `{entry: date}` for the entries whose source says they expire."""
+    return {entry: item.expires for entry, item in zip(entries, sources) if item is not None and item.expires}
+
+
+def snapshot_with_expiry(snapshot: Snapshot, sources: Sources) -> Snapshot:
+    """Return `snapshot` with its entries' expiries read from their sources."""
+    return with_expiry(snapshot, {target: expiries(snapshot.entries(target), aligned(
+        snapshot.entries(target), sources.get(target))) for target in TARGETS})
+
+
+def set_expiry(sources: Mapping[str, Sequence[Source | None]], snapshot: Snapshot, new: Source) -> dict[str, tuple]:
+    """Return the sources with each entry's `expires` as `snapshot` says (an unknown source becomes `new`)."""
+    result: dict[str, tuple] = {}
+    for target in TARGETS:
+        wanted = snapshot.expiries(target)
+        kept = []
+        for entry, item in zip(snapshot.entries(target), sources.get(target) or ()):
+            date = wanted.get(entry, "")
+            if item is None and date:
+                item = new
+            if item is not None and item.expires != date:
+                item = replace(item, expires=date)
+            kept.append(item)
+        result[target] = tuple(kept)
+    return result
 
 
 def to_json(sources: Sequence[Source | None]) -> list:
@@ -161,5 +206,6 @@ def without_conversation(sources: Sequence[Source | None], conversation_id: int)
 def _unlinked(item: Source, conversation_id: int) -> Source:
     merged = tuple(_unlinked(origin, conversation_id) for origin in item.merged)
     if item.conversation_id == conversation_id:
-        return Source(by=item.by, at=item.at, restored=item.restored, tidied=item.tidied, merged=merged)
+        return Source(by=item.by, at=item.at, restored=item.restored, tidied=item.tidied, merged=merged,
+                      expires=item.expires, imported=item.imported)
     return item if merged == item.merged else replace(item, merged=merged)

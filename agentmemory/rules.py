@@ -38,7 +38,14 @@ SEPARATOR = "\n§\n"
 MIN_OPERATIONS = 1
 MAX_OPERATIONS = 20
 PREVIEW_CHARS = 80
-OPERATION_FIELDS = frozenset({"target", "action", "match", "content"})
+OPERATION_FIELDS = frozenset({"target", "action", "match", "content", "expires"})
+# An entry's expiry: an ISO date (the last day it holds, in the person's time zone), shown beside the
+# entry in the prompt as EXPIRY_SUFFIX and counted in the document's characters. "never" clears one.
+CLEAR_EXPIRY = "never"
+EXPIRY_SUFFIX = " (until {date})"
+MAX_EXPIRY_YEARS = 10
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_EXPIRY_NOTE = re.compile(r"\s*\(until [0-9]{4}-[0-9]{2}-[0-9]{2}\)\s*$")
 
 # model-facing: stays English, never translated (the prompt's memory block; the page translates its own
 # headings in `agentmemory.words.DOCUMENT_TITLES`).
@@ -89,11 +96,49 @@ class MemoryValidationError(ValueError):
 
 @dataclass(frozen=True)
 class Snapshot:
+    """Both documents' entries and, for the entries that have one, their expiry.
+
+    `expiry` holds `(target, entry, "YYYY-MM-DD")` triples, sorted; an entry
+    not named there never expires. It is stored in the entry's provenance.
+    """
+
     user: tuple[str, ...] = ()
     memory: tuple[str, ...] = ()
+    expiry: tuple[tuple[str, str, str], ...] = ()
 
     def entries(self, target: str) -> tuple[str, ...]:
         return self.user if target == "user" else self.memory
+
+    def expiries(self, target: str) -> dict[str, str]:
+        """Return `{entry: date}` for the entries of `target` that expire."""
+        return {entry: date for kind, entry, date in self.expiry if kind == target}
+
+    def expiry_of(self, target: str, entry: str) -> str | None:
+        return self.expiries(target).get(entry)
+
+    def expired(self, today: str) -> dict[str, tuple[str, ...]]:
+        """Return, per target, the entries whose last day (ISO) is before `today` (ISO)."""
+        return {target: tuple(entry for entry in self.entries(target)
+                              if (date := self.expiry_of(target, entry)) is not None and date < today)
+                for target in TARGETS}
+
+    def unexpired(self, today: str) -> Snapshot:
+        """Return the snapshot without the entries past their date: what a prompt may show."""
+        gone = self.expired(today)
+        if not any(gone.values()):
+            return self
+        return with_expiry(
+            Snapshot(user=tuple(e for e in self.user if e not in gone["user"]),
+                     memory=tuple(e for e in self.memory if e not in gone["memory"])),
+            {target: self.expiries(target) for target in TARGETS})
+
+
+def with_expiry(snapshot: Snapshot, expiries: Mapping[str, Mapping[str, str]]) -> Snapshot:
+    """Return `snapshot` with the expiries of its entries taken from `{target: {entry: date}}`."""
+    triples = sorted((target, entry, date) for target in TARGETS
+                     for entry, date in (expiries.get(target) or {}).items()
+                     if date and entry in snapshot.entries(target))
+    return Snapshot(user=snapshot.user, memory=snapshot.memory, expiry=tuple(triples))
 
 
 @dataclass(frozen=True)
@@ -107,6 +152,9 @@ class Operation:
     match: str | None = None
     content: str | None = None
     entry: str | None = None
+    # None: the expiry is left as it is (an add: none); "never": cleared; "YYYY-MM-DD": set.
+    # A replace may carry only an expiry (no content): the entry's text stays.
+    expires: str | None = None
 
 
 # What each operation of a batch did, in order (see `Applied`).
@@ -118,6 +166,8 @@ ADDED_MATCH_IGNORED, ADDED_INSTEAD, NOTHING_TO_REMOVE = "added_match_ignored", "
 # ... and a replace whose content is one word where the entry is a sentence: the word takes the
 # matched words' place inside the entry ("match": "Ansible", "content": "Terraform").
 PATCHED = "patched"
+# A replace or an add of an existing entry that only set, changed or cleared the entry's expiry.
+EXPIRY_CHANGED = "expiry_changed"
 # Effects that leave memory as it was.
 NO_CHANGE = frozenset({DUPLICATE, UNCHANGED, NOTHING_TO_REMOVE})
 
@@ -305,7 +355,7 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
     unknown = set(item) - OPERATION_FIELDS
     if unknown:
         raise MemoryValidationError(
-            f"unknown field(s) {_key_names(unknown)}; use only target, action, match, content.",
+            f"unknown field(s) {_key_names(unknown)}; use only target, action, match, content, expires.",
             code="unknown_field", position=position,
         )
     operation = Operation(
@@ -313,6 +363,7 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
         action=item.get("action"),  # type: ignore[arg-type]
         match=_absent_if_blank(item.get("match")) if blank_is_absent else item.get("match"),  # type: ignore[arg-type]
         content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),  # type: ignore[arg-type]
+        expires=_absent_if_blank(item.get("expires")) if blank_is_absent else item.get("expires"),  # type: ignore[arg-type]
     )
     check_operation(operation, position, forgive=forgive)
     return operation
@@ -358,7 +409,7 @@ def check_operation(operation: Operation, position: int, *, forgive: bool = Fals
             "action must be 'add', 'replace' or 'remove'.",
             code="unknown_action", position=position, target=operation.target,
         )
-    for name in ("match", "content"):
+    for name in ("match", "content", "expires"):
         value = getattr(operation, name)
         if value is not None and not isinstance(value, str):
             raise MemoryValidationError(
@@ -378,12 +429,18 @@ def check_operation(operation: Operation, position: int, *, forgive: bool = Fals
                 code="add_without_content", position=position, target=operation.target,
             )
     elif operation.action == "replace":
-        if operation.match is None or operation.content is None:
+        if operation.match is None or (operation.content is None and operation.expires is None):
             raise MemoryValidationError(
-                "replace needs match (a unique substring of the entry) and content (the complete new entry).",
+                "replace needs match (a unique substring of the entry) and content (the complete new entry) "
+                "or expires (only the entry's expiry changes).",
                 code="replace_fields", position=position, target=operation.target,
             )
     else:
+        if operation.expires is not None:
+            raise MemoryValidationError(
+                "remove takes match only; drop expires.",
+                code="remove_with_expiry", position=position, target=operation.target,
+            )
         if operation.content is not None:
             raise MemoryValidationError(
                 "remove takes match only; drop content.",
@@ -396,6 +453,49 @@ def check_operation(operation: Operation, position: int, *, forgive: bool = Fals
             )
 
 
+def normalize_expiry(value: str | None, *, position: int | None = None, target: str | None = None,
+                     today: str | None = None) -> str | None:
+    """Return an operation's expiry as stored: None (untouched), "" (cleared) or an ISO date; or raise.
+
+    Trusted code resolves a relative phrase ("for a week", "until Sunday")
+    to a date in the person's time zone before the rules see it
+    (`agentmemory.expiry`). With `today` (ISO), a date before it is refused,
+    and so is one more than MAX_EXPIRY_YEARS ahead.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if text.casefold() == CLEAR_EXPIRY:
+        return ""
+    if not ISO_DATE.fullmatch(text) or not _real_date(text):
+        raise MemoryValidationError(
+            "expires must be a date as YYYY-MM-DD (the last day the entry holds), a phrase such as "
+            "'for a week' or 'until Friday', or 'never' to keep the entry until it is removed.",
+            code="invalid_expiry", position=position, target=target,
+        )
+    if today is not None:
+        if text < today:
+            raise MemoryValidationError(
+                f"expires ({text}) is before today ({today}); give a later date or none.",
+                code="expiry_past", position=position, target=target,
+            )
+        if int(text[:4]) > int(today[:4]) + MAX_EXPIRY_YEARS:
+            raise MemoryValidationError(
+                f"expires is more than {MAX_EXPIRY_YEARS} years ahead; use 'never' for an entry that lasts.",
+                code="expiry_too_far", position=position, target=target,
+            )
+    return text
+
+
+def _real_date(text: str) -> bool:
+    year, month, day = (int(part) for part in text.split("-"))
+    if not (1 <= month <= 12 and 1 <= day <= 31 and year >= 1):
+        return False
+    days = [31, 29 if (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)) else 28, 31, 30, 31, 30,
+            31, 31, 30, 31, 30, 31]
+    return day <= days[month - 1]
+
+
 # --- the mutation ------------------------------------------------------------
 
 
@@ -405,6 +505,7 @@ def apply_operations(
     limits: Mapping[str, int] = LIMITS,
     *,
     max_operations: int | None = None,
+    today: str | None = None,
 ) -> Snapshot:
     """Return the snapshot after the ordered batch, or raise and change nothing.
 
@@ -414,7 +515,7 @@ def apply_operations(
     cap (MAX_OPERATIONS) for batches trusted code derives from stored
     versions, never for a model's or a caller's.
     """
-    return apply_batch(snapshot, operations, limits, max_operations=max_operations).snapshot
+    return apply_batch(snapshot, operations, limits, max_operations=max_operations, today=today).snapshot
 
 
 def apply_batch(
@@ -424,6 +525,7 @@ def apply_batch(
     *,
     forgive: bool = False,
     max_operations: int | None = None,
+    today: str | None = None,
 ) -> Applied:
     """Apply the ordered batch like `apply_operations`; return what it did.
 
@@ -440,9 +542,14 @@ def apply_batch(
     matched words inside the entry (`PATCHED`). The returned operations say what
     to stage instead (`Applied.to_stage`). When the match is found in the
     other document, the slip is ambiguous and still refused (`no_match`).
+
+    Expiries: an operation's `expires` (`normalize_expiry`; `today` refuses
+    past dates) sets or clears the expiry of the entry it writes; a replace
+    without one keeps the replaced entry's; an entry's expiry goes with it.
     """
     check_batch_size(len(operations), max_operations)
     entries = {"user": list(snapshot.user), "memory": list(snapshot.memory)}
+    expiries: dict[str, dict[str, str]] = {target: snapshot.expiries(target) for target in TARGETS}
     pinned: list[Operation] = []
     effects: list[str] = []
     replaced: list[str | None] = []
@@ -453,30 +560,45 @@ def apply_batch(
         target = operation.target
         target_entries = entries[target]
 
+        expires = normalize_expiry(operation.expires, position=position, target=target, today=today)
         if operation.action == "add":
             content = normalize_entry(operation.content, position=position, target=target)
             ignored = operation.match is not None
             if content in target_entries:
-                effects.append(DUPLICATE)
+                if expires is not None and expires != expiries[target].get(content, ""):
+                    _set_expiry(expiries[target], content, expires)
+                    effects.append(EXPIRY_CHANGED)
+                else:
+                    effects.append(DUPLICATE)
             else:
                 target_entries.append(content)
                 written[(target, content)] = position
+                _set_expiry(expiries[target], content, expires or "")
                 effects.append(ADDED_MATCH_IGNORED if ignored else ADDED)
             pinned.append(replace(operation, match=None) if ignored else operation)
             replaced.append(None)
             continue
 
         match = normalize_match(operation.match, position=position, target=target)
+        if forgive and (bare := _EXPIRY_NOTE.sub("", match)).strip():
+            match = bare  # the model copied the prompt's "(until ...)" note into its match
         other = entries["memory" if target == "user" else "user"]
         if forgive and operation.entry is None and not target_entries and not any(match in e for e in other):
             if operation.action == "remove":
                 effects.append(NOTHING_TO_REMOVE)
                 pinned.append(operation)
+            elif operation.content is None:
+                raise MemoryValidationError(
+                    f"'{target}' is empty, so there is no entry whose expiry could change.",
+                    code="no_match", position=position, target=target,
+                )
             else:
                 target_entries.append(normalize_entry(operation.content, position=position, target=target))
                 written[(target, target_entries[-1])] = position
+                _set_expiry(expiries[target], target_entries[-1], expires or "")
                 effects.append(ADDED_INSTEAD)
-                pinned.append(Operation(target=target, action="add", content=operation.content))
+                pinned.append(Operation(target=target, action="add", content=operation.content,
+                                        expires=operation.expires))
             replaced.append(None)
             continue
         index = _find_one(target_entries, match, operation.entry, other, position=position, target=target,
@@ -484,11 +606,16 @@ def apply_batch(
         old = target_entries[index]
         pinned.append(replace(operation, entry=old))
         replaced.append(old)
+        old_expiry = expiries[target].pop(old, "")
         if operation.action == "remove":
             del target_entries[index]
             effects.append(REMOVED)
             continue
 
+        if operation.content is None:  # only the expiry changes
+            _set_expiry(expiries[target], old, expires or "")
+            effects.append(EXPIRY_CHANGED if (expires or "") != old_expiry else UNCHANGED)
+            continue
         content = normalize_entry(operation.content, position=position, target=target)
         patched = forgive and operation.entry is None and _is_word_patch(old, match, content)
         if patched:
@@ -502,12 +629,23 @@ def apply_batch(
         target_entries[index] = content
         if content != old:
             written[(target, content)] = position
-        effects.append(UNCHANGED if content == old else PATCHED if patched else REPLACED)
+        new_expiry = old_expiry if expires is None else expires
+        _set_expiry(expiries[target], content, new_expiry)
+        effects.append(UNCHANGED if content == old and new_expiry == old_expiry
+                       else EXPIRY_CHANGED if content == old
+                       else PATCHED if patched else REPLACED)
 
-    updated = Snapshot(user=tuple(entries["user"]), memory=tuple(entries["memory"]))
+    updated = with_expiry(Snapshot(user=tuple(entries["user"]), memory=tuple(entries["memory"])), expiries)
     _refuse_split_phrases(updated, written)
     validate_capacity(updated, limits)
     return Applied(snapshot=updated, operations=tuple(pinned), effects=tuple(effects), replaced=tuple(replaced))
+
+
+def _set_expiry(expiries: dict[str, str], entry: str, date: str) -> None:
+    if date:
+        expiries[entry] = date
+    else:
+        expiries.pop(entry, None)
 
 
 def _refuse_split_phrases(updated: Snapshot, written: Mapping[tuple[str, str], int]) -> None:
@@ -607,7 +745,7 @@ def _loose_matches(entries: Sequence[str], match: str) -> list[int]:
 def validate_capacity(snapshot: Snapshot, limits: Mapping[str, int] = LIMITS) -> None:
     """Raise if a rendered document is longer than its limit."""
     for target in TARGETS:
-        used = document_length(snapshot.entries(target))
+        used = rendered_length(snapshot, target)
         limit = limits[target]
         if used > limit:
             error = MemoryValidationError(
@@ -637,8 +775,20 @@ def document_length(entries: Iterable[str]) -> int:
     return len(render_document(entries))
 
 
+def expiry_note(date: str | None) -> str:
+    """What the prompt shows after an entry that expires ("" for one that does not)."""
+    return EXPIRY_SUFFIX.format(date=date) if date else ""
+
+
+def rendered_length(snapshot: Snapshot, target: str) -> int:
+    """The characters a document takes in the prompt: its entries, separators and expiry notes."""
+    expiries = snapshot.expiries(target)
+    entries = snapshot.entries(target)
+    return document_length(entries) + sum(len(expiry_note(expiries.get(entry))) for entry in entries)
+
+
 def usage(snapshot: Snapshot, target: str, limits: Mapping[str, int] = LIMITS) -> Usage:
-    return Usage(used=document_length(snapshot.entries(target)), limit=limits[target])
+    return Usage(used=rendered_length(snapshot, target), limit=limits[target])
 
 
 def model_view(entry: str) -> str:
@@ -670,4 +820,5 @@ def summarize(operations: Sequence[Operation]) -> BatchSummary:
 
 
 def changed_targets(before: Snapshot, after: Snapshot) -> tuple[str, ...]:
-    return tuple(t for t in TARGETS if before.entries(t) != after.entries(t))
+    return tuple(t for t in TARGETS
+                 if before.entries(t) != after.entries(t) or before.expiries(t) != after.expiries(t))

@@ -68,6 +68,7 @@ def stage_batch(
     accept: Callable[[Applied], bool] = lambda applied: True,
     forgive: bool = False,
     judge: Callable[[Operation], str] | None = None,
+    today: str | None = None,
 ) -> Applied:
     """Stage like `stage_operations`; return what each operation did.
 
@@ -76,7 +77,8 @@ def stage_batch(
     first: it may raise MemoryValidationError to refuse the batch, or return
     False to leave the ledger as it was (a batch that changes nothing).
     `forgive` is `apply_batch`'s (the model's tool). `judge` gives each
-    staged operation its reason (`MemoryLedger.reasons`).
+    staged operation its reason (`MemoryLedger.reasons`). `today` (the
+    person's, ISO) refuses an expiry before it.
     """
     if len(operations) > ledger.operations_left:
         raise MemoryValidationError(
@@ -84,7 +86,7 @@ def stage_batch(
             "remain: send fewer operations, or consolidate related facts.",
             code="turn_budget",
         )
-    applied = apply_batch(ledger.snapshot, operations, limits, forgive=forgive)
+    applied = apply_batch(ledger.snapshot, operations, limits, forgive=forgive, today=today)
     if accept(applied):
         ledger.snapshot = applied.snapshot
         ledger.operations.extend(applied.to_stage)
@@ -103,6 +105,8 @@ class MemoryRequest:
     # What the turn's messages said, for trusted judgement of what is staged
     # (`gate.TurnSources`); None: the gate is off for this turn.
     sources: TurnSources | None = None
+    # The person's today (ISO date in their time zone): what an expiry phrase is read against.
+    today: str | None = None
 
 
 current_memory_request: ContextVar[MemoryRequest | None] = ContextVar(
@@ -119,6 +123,7 @@ def memory_scope(
     limits: Mapping[str, int] | None = None,
     ask_first: bool = False,
     sources: TurnSources | None = None,
+    today: str | None = None,
 ) -> Iterator[MemoryRequest]:
     """Bind one authenticated person's memory to the current context.
 
@@ -135,6 +140,7 @@ def memory_scope(
         limits=dict(limits or LIMITS),
         ask_first=ask_first,
         sources=sources,
+        today=today,
     )
     token = current_memory_request.set(request)
     try:

@@ -117,6 +117,7 @@ def state_payload(state: MemoryState) -> dict:
             document.target: {
                 "title": document.title,
                 "entries": list(document.entries),
+                "expires": [source.expires or None if source is not None else None for source in document.sources],
                 "usage": {
                     "used": document.usage.used,
                     "limit": document.usage.limit,
@@ -144,7 +145,7 @@ def proposal_payload(proposal) -> dict:
         "id": proposal.id,
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
-             "entry": op.entry, "reason": op.reason,
+             "entry": op.entry, "reason": op.reason, "expires": op.expires or None,
              "why": str(gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else ""))}
             for op in proposal.operations
         ],
@@ -166,6 +167,8 @@ def change_payload(change) -> dict:
             "removed": [entry.before for entry in document.entries if entry.kind == "removed"],
             "changed": [{"before": entry.before, "after": entry.after}
                         for entry in document.entries if entry.kind == "changed"],
+            "expiry_changed": [{"entry": entry, "before": was or None, "after": now or None}
+                               for entry, was, now in document.expiry_changes],
         }
     return {
         "id": change.id, "created_at": change.created_at, "by": change.by, "kind": change.kind,
@@ -310,3 +313,15 @@ def source_links(*, user_id, state: MemoryState) -> dict[int, dict]:
     except Exception as exc:  # links are a convenience: the page shows the entries without them
         logger.warning("memory page: source links unavailable: %s", type(exc).__name__)
         return {}
+
+
+def markdown_export(*, user_id) -> str:
+    """The person's two documents as the Markdown pair (`passport.markdown_bundle`), as our import reads back.
+
+    Raise `store.MemoryUnavailable` when memory cannot be read.
+    """
+    from .passport import markdown_bundle
+
+    snapshot = load_state(user_id=user_id).snapshot
+    return markdown_bundle({target: snapshot.entries(target) for target in TARGETS},
+                           {target: snapshot.expiries(target) for target in TARGETS})

@@ -20,6 +20,11 @@ class OperationSerializer(serializers.Serializer):
     content = serializers.CharField(
         required=False, allow_null=True, help_text="add/replace: the complete new entry.",
     )
+    expires = serializers.CharField(
+        required=False, allow_null=True,
+        help_text="add/replace: the entry's last day (YYYY-MM-DD), a phrase such as 'for a week' or 'until "
+                  "Friday' read in your time zone, or 'never' to clear it. Absent: unchanged.",
+    )
 
 
 class OperationBatchSerializer(serializers.Serializer):
@@ -42,6 +47,10 @@ class UsageSerializer(serializers.Serializer):
 class DocumentSerializer(serializers.Serializer):
     title = serializers.CharField()
     entries = serializers.ListField(child=serializers.CharField())
+    expires = serializers.ListField(
+        child=serializers.CharField(allow_null=True),
+        help_text="Each entry's last day (YYYY-MM-DD), in the order of entries; null: it never expires.",
+    )
     usage = UsageSerializer()
     created_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField(allow_null=True)
@@ -76,7 +85,7 @@ class MemoryErrorSerializer(serializers.Serializer):
 
 
 class OriginSerializer(serializers.Serializer):
-    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system"])
+    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system", "expiry"])
     at = serializers.CharField(help_text="When the entry was last set (ISO 8601).")
     conversation_id = serializers.IntegerField(required=False, help_text="The chat it came from, if any.")
     turn_id = serializers.CharField(required=False)
@@ -88,6 +97,7 @@ class SourceSerializer(OriginSerializer):
                                       "sources are in merged.")
     merged = serializers.ListField(child=OriginSerializer(), required=False,
                                    help_text="Tidy up: where each entry this one came from came from.")
+    expires = serializers.CharField(required=False, help_text="The entry's last day (YYYY-MM-DD), if it expires.")
 
 
 class ExportDocumentSerializer(serializers.Serializer):
@@ -132,6 +142,8 @@ class MemorySettingsSerializer(serializers.Serializer):
 
 
 class ProposedOperationSerializer(serializers.Serializer):
+    expires = serializers.CharField(allow_null=True, required=False,
+                                    help_text="The expiry the operation sets (YYYY-MM-DD or 'never'); null: none.")
     position = serializers.IntegerField(help_text="1-based; an add's text can be edited at this position.")
     target = serializers.ChoiceField(choices=TARGETS)
     action = serializers.ChoiceField(choices=ACTIONS)
@@ -172,12 +184,19 @@ class ChangedEntrySerializer(serializers.Serializer):
     after = serializers.CharField(help_text="The entry as the change left it.")
 
 
+class ExpiryChangeSerializer(serializers.Serializer):
+    entry = serializers.CharField(help_text="An entry whose expiry the change set, changed or cleared.")
+    before = serializers.CharField(allow_null=True, help_text="Its last day before (YYYY-MM-DD); null: none.")
+    after = serializers.CharField(allow_null=True, help_text="Its last day after (YYYY-MM-DD); null: none.")
+
+
 class DocumentChangeSerializer(serializers.Serializer):
     before = serializers.ListField(child=serializers.CharField(), help_text="The document's entries before.")
     after = serializers.ListField(child=serializers.CharField(), help_text="The document's entries after.")
     added = serializers.ListField(child=serializers.CharField())
     removed = serializers.ListField(child=serializers.CharField())
     changed = ChangedEntrySerializer(many=True)
+    expiry_changed = ExpiryChangeSerializer(many=True, required=False)
 
 
 class ChangeDocumentsSerializer(serializers.Serializer):

@@ -37,6 +37,7 @@ def commit_batch(
     actor: str = Actor.USER,
     precondition: Callable[[Snapshot], None] | None = None,
     idempotency_key: str | None = None,
+    today: str | None = None,
 ) -> CommitResult:
     """Commit a batch for one person and tell their open pages if it changed.
 
@@ -48,6 +49,7 @@ def commit_batch(
              if idempotency_key is not None else None)
     result = commit_operations(
         user_id=user_id, operations=list(operations), actor=actor, precondition=precondition, guard=guard,
+        today=today,
     )
     if result.changed:
         broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
@@ -73,6 +75,24 @@ def correct_entry(*, user_id, target: Target, entry: str, content: str) -> Commi
         user_id=user_id,
         operations=[Operation(target=target, action="replace", match=entry, content=content, entry=entry)],
         precondition=_exact_entry(target, entry),
+    )
+
+
+def set_expiry(*, user_id, target: Target, entry: str, expires: str, today: str) -> CommitResult:
+    """Set, change or clear ("never") the expiry of the entry whose full text is `entry`.
+
+    `expires` is a date or a phrase the person chose, resolved against
+    `today` (the person's, `expiry.today_for`) by trusted code; the rules
+    check the date.
+    """
+    from .expiry import resolve
+
+    entry = normalize_text(entry)
+    return commit_batch(
+        user_id=user_id,
+        operations=[Operation(target=target, action="replace", match=entry, entry=entry,
+                              expires=resolve(expires, today))],
+        precondition=_exact_entry(target, entry), today=today,
     )
 
 
@@ -133,9 +153,12 @@ def set_save_mode(*, user_id, save_mode: str, actor: str = Actor.USER) -> bool:
     return preferences.set_save_mode(user_id=user_id, save_mode=save_mode, actor=actor)
 
 
-def save_proposal(*, user_id, proposal_id, edits=None) -> CommitResult:
-    """Save one pending proposal of the person (all or nothing) and tell their open pages."""
-    result = proposals.save(user_id=user_id, proposal_id=proposal_id, edits=edits)
+def save_proposal(*, user_id, proposal_id, edits=None, routes=None) -> CommitResult:
+    """Save one pending proposal of the person (all or nothing) and tell their open pages.
+
+    `routes` (an import's proposal): each item's document, or "skip".
+    """
+    result = proposals.save(user_id=user_id, proposal_id=proposal_id, edits=edits, routes=routes)
     if result.changed:
         broadcast_memory_changed_sync(user_id, result.snapshot, result.limits)
     return result

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from . import gate
 from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
 from .conf import memory_settings
+from .expiry import resolve_operations, today_where
 from .rules import (
     ADDED,
     ADDED_INSTEAD,
     ADDED_MATCH_IGNORED,
     DUPLICATE,
+    EXPIRY_CHANGED,
     NO_CHANGE,
     NOTHING_TO_REMOVE,
     PATCHED,
@@ -30,7 +32,9 @@ from .rules import (
     Operation,
     Snapshot,
     apply_operations,
+    expiry_note,
     model_view,
+    normalize_text,
     parse_operations,
     preview,
     usage,
@@ -55,6 +59,11 @@ PARAMETERS = {
                     "action": {"enum": ["add", "replace", "remove"]},
                     "match": {"type": ["string", "null"]},
                     "content": {"type": ["string", "null"]},
+                    "expires": {
+                        "type": ["string", "null"],
+                        "description": "Only for a fact true for a while: the last day it holds, as YYYY-MM-DD "
+                        "or a phrase ('until Sunday', 'for a week', '11 Dec'); 'never' clears it.",
+                    },
                 },
                 "required": ["target", "action"],
             },
@@ -70,7 +79,9 @@ DESCRIPTION = (
     "(role, preferences, expertise, style); 'memory' holds durable notes (project facts, "
     "conventions, environment, lessons). Operations run in order: add (content only), "
     "replace (match = a few words of one entry, content = the complete new entry), "
-    "remove (match only). Capacity is checked after the whole batch, so consolidate and add "
+    "remove (match only). For a fact that is true only for a while (a trip, a deadline, 'this week'), "
+    "set expires on add or replace; replace with match and expires alone changes only the date. "
+    "Capacity is checked after the whole batch, so consolidate and add "
     "in one call. At most 20 operations per turn. Changes are saved only when this turn completes."
 )
 
@@ -103,13 +114,14 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     try:
         raw = load_arguments(arguments)
         _refuse_search_arguments(raw)
-        operations = parse_operations(raw, blank_is_absent=True, forgive=True)
+        today = request.today or today_where("")
+        operations = parse_operations(resolve_operations(raw, today), blank_is_absent=True, forgive=True)
         judge = None
         if sources is not None:
             start = ledger.start
             judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # type: ignore[arg-type]  # noqa: E731
         applied = stage_batch(ledger, operations, request.limits, accept=_acceptor(sources), forgive=True,
-                              judge=judge)
+                              judge=judge, today=today)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         code = getattr(exc, "code", "")
@@ -133,7 +145,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         "usage": {target: str(usage(snapshot, target, request.limits)) for target in TARGETS},
         "entry_counts": {target: len(snapshot.entries(target)) for target in TARGETS},
         "operations_left": ledger.operations_left,
-        "results": [_result(effect, old, op.target, op.content)
+        "results": [_result(effect, old, op.target, op.content, snapshot)
                     for op, effect, old in zip(applied.operations, applied.effects, applied.replaced)],
     }
     if not applied.changes:
@@ -271,13 +283,19 @@ def _refuse_search_arguments(raw: object) -> None:
         )
 
 
-def _result(effect: str, old: str | None, target: str, new: str | None = None) -> str:
+def _result(effect: str, old: str | None, target: str, new: str | None = None,
+            snapshot: Snapshot | None = None) -> str:
+    if effect == EXPIRY_CHANGED:
+        entry = old if old is not None else new
+        date = snapshot.expiry_of(target, normalize_text(entry)) if snapshot is not None and entry else None
+        return f"expiry set: the entry holds until {date}" if date else "expiry cleared: the entry stays until removed"
     if effect == DUPLICATE:
         return "already stored; nothing changed"
     if effect == UNCHANGED:
         return "the entry already reads exactly like this; nothing changed"
     if effect == ADDED:
-        return "added"
+        date = snapshot.expiry_of(target, normalize_text(new)) if snapshot is not None and new else None
+        return f"added; it expires after {date}" if date else "added"
     if effect == ADDED_MATCH_IGNORED:
         return "match is not used by add; added as a new entry"
     if effect == ADDED_INSTEAD:
@@ -321,7 +339,9 @@ def _failure(exc: Exception, current: Snapshot, sent: object = None) -> dict:
     if exc.code in _SHOW_ENTRIES and exc.target:
         # What is stored or staged now (blocked entries as their marker only):
         # the model matches against these in its next batch.
-        reply["current_entries"] = [model_view(entry) for entry in current.entries(exc.target)]
+        expiries = current.expiries(exc.target)
+        reply["current_entries"] = [model_view(entry) + expiry_note(expiries.get(entry))
+                                    for entry in current.entries(exc.target)]
     if exc.elsewhere and exc.position is not None and (sent_ops := _operations_sent(sent)):
         # The same batch with that one operation pointed at the document that holds the text.
         fixed = [dict(op) for op in sent_ops]

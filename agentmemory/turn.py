@@ -76,6 +76,7 @@ from django.utils.translation import gettext_lazy
 
 from . import gate, idempotency, notify, preferences, proposals, store, tidy
 from .conf import memory_settings
+from .expiry import today_where
 from .prompt import compile_memory_prompt
 from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
 from .scope import MemoryLedger, MemoryRequest, memory_scope
@@ -225,6 +226,7 @@ class MemoryTurn:
         self._heard: list | None = None  # the turn's messages (`heard`), read into `sources` when first needed
         self._sources: gate.TurnSources | None = None
         self.snapshot: Snapshot | None = None
+        self.today: str | None = None
         self.erasures: int | None = None  # the person's erase count, read with the memory
         self.committed: store.CommitResult | None = None
         self._ledger: MemoryLedger | None = None
@@ -249,7 +251,10 @@ class MemoryTurn:
                 self.enabled, self.off_code = False, "memory_off"
                 return None
             self.ask_first = settings.ask_first
-            return snapshot
+            # Expiry dates are the person's days; an entry past its date never reaches the prompt,
+            # even before its removal commits (`agentmemory.expiry`).
+            self.today = today_where(row[3] if row is not None else "")
+            return snapshot.unexpired(self.today) if snapshot is not None else None
         except Exception as exc:  # fail open: answer without memory, write nothing
             logger.warning("memory unavailable for this turn: %s", type(exc).__name__)
             return None
@@ -344,7 +349,7 @@ class MemoryTurn:
             return
         sources = (self.sources or gate.TurnSources.unknown()) if memory_settings().gate else None
         with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits,
-                          ask_first=self.ask_first, sources=sources) as request:
+                          ask_first=self.ask_first, sources=sources, today=self.today) as request:
             self._ledger = request.ledger
             yield request
 

@@ -26,7 +26,7 @@ Versions are memory content: never logged, traced or put in an event.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -36,8 +36,9 @@ from django.utils import timezone
 from . import provenance
 from .conf import memory_settings
 from .diff import EntryChange, entry_changes, operations_towards
+from .expiry import today_for
 from .models import Actor, ChangeKind, MemoryEvent, MemoryVersion
-from .rules import TARGETS, MemoryValidationError, parse_document
+from .rules import CLEAR_EXPIRY, TARGETS, MemoryValidationError, Operation, Snapshot, parse_document
 from .store import CommitResult, commit_operations, load_snapshot, lock_person
 
 PRUNE_BATCH = 1000
@@ -58,6 +59,18 @@ class DocumentChange:
     after: tuple[str, ...]
     before_sources: tuple
     entries: tuple[EntryChange, ...]
+    after_sources: tuple = ()
+    # Entries in both before and after whose expiry the change set, changed or cleared: (entry, before, after),
+    # each date ISO or "".
+    expiry_changes: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def before_expiry(self) -> dict[str, str]:
+        return provenance.expiries(self.before, self.before_sources)
+
+    @property
+    def after_expiry(self) -> dict[str, str]:
+        return provenance.expiries(self.after, self.after_sources)
 
 
 @dataclass(frozen=True)
@@ -108,8 +121,12 @@ def undo(*, user_id, change_id) -> CommitResult:
     """
     def derive():
         found = change(user_id=user_id, change_id=change_id)
+        current = load_snapshot(user_id=user_id)
+        today = today_for(user_id)
         return [op for document in found.documents
-                for op in operations_towards(document.target, document.after, document.before)]
+                for op in _with_expiry(operations_towards(document.target, document.after, document.before),
+                                       document, current, document.before_expiry, today,
+                                       touched=_touched(document))]
 
     result = _locked_commit(user_id, derive, ChangeKind.UNDO, nothing="nothing_to_undo")
     if not result.changed:  # e.g. a removed entry that is already back: nothing to undo (409, as documented)
@@ -123,11 +140,49 @@ def restore(*, user_id, change_id) -> CommitResult:
     def derive():
         found = change(user_id=user_id, change_id=change_id)
         current = load_snapshot(user_id=user_id)
+        today = today_for(user_id)
         return [op for document in found.documents
-                for op in operations_towards(document.target, current.entries(document.target), document.after,
-                                             exact_order=True)]
+                for op in _with_expiry(operations_towards(document.target, current.entries(document.target),
+                                                          document.after, exact_order=True),
+                                       document, current, document.after_expiry, today,
+                                       touched=set(document.after))]
 
     return _locked_commit(user_id, derive, ChangeKind.RESTORE, nothing="already_restored")
+
+
+def _touched(document: DocumentChange) -> set[str]:
+    """The entries of `before` whose expiry the change set, changed or cleared (an undo puts it back)."""
+    return {entry for entry, _before, _after in document.expiry_changes}
+
+
+def _with_expiry(operations: list[Operation], document: DocumentChange, current: Snapshot,
+                 wanted: dict[str, str], today: str, *, touched: set[str]) -> list[Operation]:
+    """The text batch with each entry it writes given its wanted expiry, plus expiry-only replaces.
+
+    An entry brought back whose date has passed (an undo of its removal on
+    expiry) comes back without one: undoing the expiry keeps the entry.
+    """
+    def date_of(entry: str) -> str:
+        date = wanted.get(entry, "")
+        return date if date and date >= today else ""
+
+    result = []
+    written = set()
+    for op in operations:
+        if op.action == "add" and op.content is not None:
+            written.add(op.content)
+            op = replace(op, expires=date_of(op.content) or None)
+        elif op.action == "replace" and op.content is not None:
+            written.add(op.content)
+            op = replace(op, expires=date_of(op.content) or CLEAR_EXPIRY)
+        result.append(op)
+    removed = {op.entry for op in operations if op.action == "remove"}
+    have = current.expiries(document.target)
+    for entry in current.entries(document.target):
+        if entry in touched and entry not in written and entry not in removed and have.get(entry, "") != date_of(entry):
+            result.append(Operation(target=document.target, action="replace", match=entry, entry=entry,  # type: ignore[arg-type]
+                                    expires=date_of(entry) or CLEAR_EXPIRY))
+    return result
 
 
 def prune(*, now: datetime | None = None) -> int:
@@ -200,10 +255,17 @@ def _change(rows: list[MemoryVersion]) -> Change:
     documents = []
     for row in sorted(rows, key=lambda row: TARGETS.index(row.memory_type)):
         before, after = parse_document(row.before), parse_document(row.after)
+        before_sources = provenance.aligned(before, row.before_provenance)
+        after_sources = provenance.aligned(after, row.after_provenance) if row.after_provenance is not None else ()
+        was, now = provenance.expiries(before, before_sources), provenance.expiries(after, after_sources)
         documents.append(DocumentChange(
             target=row.memory_type, before=before, after=after,
-            before_sources=provenance.aligned(before, row.before_provenance),
+            before_sources=before_sources,
             entries=entry_changes(before, after),
+            after_sources=after_sources,
+            expiry_changes=tuple((entry, was.get(entry, ""), now.get(entry, "")) for entry in after
+                                 if entry in before and row.after_provenance is not None
+                                 and was.get(entry, "") != now.get(entry, "")),
         ))
     first = rows[0]
     return Change(

@@ -40,15 +40,23 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import preferences, proposals, services, store, tidy, versions, words
+from . import expiry, importing, passport, preferences, proposals, services, store, tidy, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
 from .conf import memory_settings
-from .forms import MAX_FIELD_CHARS, AddEntryForm, CorrectEntryForm, RemoveEntryForm, first_error
+from .forms import (
+    MAX_FIELD_CHARS,
+    AddEntryForm,
+    CorrectEntryForm,
+    ExpiryForm,
+    ImportForm,
+    RemoveEntryForm,
+    first_error,
+)
 from .models import Actor
 from .notify import broadcast_memory_changed_sync
-from .page import UNAVAILABLE, render_page
+from .page import UNAVAILABLE, render_import_review, render_page
 from .rules import TARGETS, MemoryValidationError, normalize_text
-from .selectors import memory_state, person_export, receipt_payload
+from .selectors import markdown_export, memory_state, person_export, receipt_payload
 from .serializers import ExportSerializer
 from .store import MemoryUnavailable, UnknownUser
 
@@ -112,8 +120,11 @@ def wants_json(request: HttpRequest) -> bool:
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def memory_page(request: HttpRequest) -> HttpResponse:
+    # The person's read: entries past their date go now, by the locked commit (actor "expiry").
+    expiry.remove_expired(user_id=request.user.pk)
     flash = request.session.pop(FLASH_KEY, None) or {}
     entry_errors, add_errors, drafts, proposal_errors, change_errors = {}, {}, {}, {}, {}
+    import_error = ""
     error = flash.get("error")
     if isinstance(error, dict):
         key = tuple(error.get("key") or ())
@@ -128,11 +139,14 @@ def memory_page(request: HttpRequest) -> HttpResponse:
                 drafts[("proposal", key[1], str(position))] = str(text)
         elif key[:1] == ("change",) and len(key) == 2:
             change_errors[key[1]] = message
+        elif key == ("import",):
+            import_error = message
         if "draft" in error and key:
             drafts[key] = str(error["draft"])
     return render_page(
         request, entry_errors=entry_errors, add_errors=add_errors, drafts=drafts,
         proposal_errors=proposal_errors, change_errors=change_errors, page_error=str(flash.get("page_error", "")),
+        import_error=import_error,
     )
 
 
@@ -170,6 +184,26 @@ def correct_entry(request: HttpRequest) -> HttpResponse:
         unchanged=_("The entry already says that; nothing changed."),
         error_key=key,
         draft=data["content"],
+    )
+
+
+@form_post
+def set_expiry(request: HttpRequest) -> HttpResponse:
+    """Set, change or clear one entry's expiry; the person's browser tells their time zone."""
+    form = ExpiryForm(request.POST)
+    key = ("entry", request.POST.get("target", ""), normalize_text(request.POST.get("entry", "")))
+    if not form.is_valid():
+        return _failed(request, first_error(form), status=400, key=key)
+    data = form.cleaned_data
+    expiry.remember_time_zone(request.user.pk, data.get("tz"))
+    today = expiry.today_for(request.user.pk)
+    return _change(
+        request,
+        lambda: services.set_expiry(user_id=request.user.pk, target=data["target"], entry=data["entry"],
+                                    expires=form.expires, today=today),
+        done=_("Expiry saved.") if form.expires != "never" else _("The entry now stays until you remove it."),
+        unchanged=_("Nothing changed."),
+        error_key=key,
     )
 
 
@@ -486,6 +520,8 @@ def _failed(request, message: StrOrPromise, *, status: int, key: tuple = (), dra
         url += f"#proposal-{int(key[1])}"
     elif key[:1] == ("change",) and len(key) == 2:
         url += f"#change-{int(key[1])}"
+    elif key == ("import",):
+        url += "#import"
     return redirect(url)
 
 
@@ -533,3 +569,120 @@ def _change_action(request, pk: int, action, name: str) -> HttpResponse:
                              "change_id": result.change_id})
     messages.success(request, message)
     return redirect(reverse("agentmemory:page") + "#history")
+
+
+# --- the memory passport: import and the Markdown export (`agentmemory.importing`, `agentmemory.passport`) ---
+
+# The review screen's state between the import's post and its page (Post/Redirect/Get), in the person's
+# server-side session only: the refused items (a secret's text is never kept) and a failed save's sentence.
+IMPORT_KEY = "agentmemory.import_review"
+_REVIEW_CHARS = 64_000  # the most characters of refused items the session keeps for the review
+
+
+@form_post
+def import_memory(request: HttpRequest) -> HttpResponse:
+    """Read a pasted or uploaded import and store it as ONE proposal, then show its review."""
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _failed(request, first_error(form), status=400, key=("import",))
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429, key=("import",))
+    try:
+        result = importing.propose(user_id=request.user.pk, data=form.data_bytes(passport.MAX_IMPORT_BYTES))
+    except passport.ImportRefused as refusal:
+        status = 413 if refusal.code == "import_too_large" else 400
+        return _failed(request, words.import_refused(refusal.code), status=status, key=("import",))
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("memory import failed", extra={"user_id": request.user.pk})
+        return _failed(request, UNAVAILABLE_NOW, status=503, key=("import",))
+    refused = [(item.content, item.code) for item in result.refused]
+    if result.proposal_id is None:  # nothing stored: the review says why, there is nothing to save
+        return render_import_review(request, None, refused=refused)
+    kept, size = [], 0
+    for content, code in refused:
+        size += len(content)
+        kept.append((content if size <= _REVIEW_CHARS else "", code))
+    request.session[IMPORT_KEY] = {"id": result.proposal_id, "refused": kept}
+    messages.info(request, str(words.IMPORT_PROPOSED))
+    return redirect("agentmemory:import-review", pk=result.proposal_id)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def import_review(request: HttpRequest, pk: int) -> HttpResponse:
+    """An import's proposal, item by item, with the document each goes to; the refused items right after it."""
+    try:
+        proposal = proposals.get(user_id=request.user.pk, proposal_id=pk)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except DatabaseError:
+        return render_page(request, page_error=str(UNAVAILABLE), status=503)
+    if not importing.is_import(proposal):
+        return redirect(reverse("agentmemory:page") + f"#proposal-{pk}")
+    review = request.session.get(IMPORT_KEY) or {}
+    if review.get("id") != pk:
+        review = {}
+    routes = {int(position): target for position, target in (review.get("routes") or {}).items()}
+    error = str(review.pop("error", "") or "")
+    if error:
+        review.pop("routes", None)
+        request.session[IMPORT_KEY] = review
+    return render_import_review(request, proposal, refused=[tuple(item) for item in review.get("refused") or ()],
+                                routes=routes, error=error)
+
+
+@form_post
+def import_save(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save an import's proposal (all or nothing) with each item's document, or left out."""
+    try:
+        proposal = proposals.get(user_id=request.user.pk, proposal_id=pk)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except DatabaseError:
+        return _failed(request, NOT_SAVED, status=503)
+    routes = {}
+    for operation in proposal.operations:
+        chosen = request.POST.get(f"route-{operation.position}", operation.target)
+        if chosen != operation.target:
+            routes[operation.position] = chosen
+    back = redirect("agentmemory:import-review", pk=pk)
+
+    def failed(message) -> HttpResponse:
+        review = request.session.get(IMPORT_KEY) or {}
+        if review.get("id") != pk:
+            review = {"id": pk}
+        review.update(error=str(message), routes={str(position): target for position, target in routes.items()})
+        request.session[IMPORT_KEY] = review
+        return back
+
+    if not _throttle_allows(request):
+        return failed(_throttled_message())
+    try:
+        _confirmed(request, lambda: services.save_proposal(user_id=request.user.pk, proposal_id=pk, routes=routes))
+    except (store.CommitNotStored, store.CommitUnconfirmed) as exc:
+        return _not_known_saved(request, exc)
+    except proposals.ProposalGone:
+        return _failed(request, words.PROPOSAL_GONE, status=404)
+    except MemoryValidationError as exc:
+        return failed(words.import_save_message(exc.code, target=exc.target, limits=memory_settings().limits))
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("memory import save failed", extra={"user_id": request.user.pk})
+        return failed(NOT_SAVED)
+    request.session.pop(IMPORT_KEY, None)
+    messages.success(request, str(words.IMPORT_SAVED))
+    return redirect("agentmemory:page")
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def export_markdown(request: HttpRequest) -> HttpResponse:
+    """The Markdown pair (profile.md and notes.md under their paths, in one file), as the import reads it back."""
+    now = timezone.now()
+    try:
+        body = markdown_export(user_id=request.user.pk)
+    except MemoryUnavailable:
+        return render_page(request, page_error=str(UNAVAILABLE), status=503)
+    response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="memory-{now:%Y%m%d-%H%M%S}.md"'
+    response["Cache-Control"] = "no-store"
+    return response

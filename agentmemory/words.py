@@ -124,6 +124,10 @@ _WRITE_THE_FACT = gettext_lazy("Write the fact itself before saving.")
 
 # A rule's code as the person who typed the text reads it (memory page forms).
 RULE_MESSAGES = {
+    "invalid_expiry": gettext_lazy("Choose a date, or keep the entry until you remove it."),
+    "expiry_past": gettext_lazy("That date has passed. Choose today or a later date."),
+    "expiry_too_far": gettext_lazy("Choose a date within ten years, or keep the entry until you remove it."),
+    "remove_with_expiry": gettext_lazy("A removed entry has no expiry; nothing changed."),
     "invalid_content": _WRITE_THE_FACT,
     "empty_entry": _WRITE_THE_FACT,
     "add_without_content": _WRITE_THE_FACT,
@@ -623,6 +627,8 @@ def source_text(source, link: Mapping | None = None) -> str:
         return str(_RESTORED_BY.get(source.by, _RESTORED_BY["system"])) % {"when": when}
     if source.tidied:
         return _("Tidied up by the assistant%(when)s, saved by you") % {"when": when}
+    if source.imported:
+        return _("Imported from %(source)s%(when)s") % {"source": import_source(source.imported), "when": when}
     if source.by == "agent":
         if link:
             return _("From your chat “%(title)s”%(when)s") % {"title": link["title"], "when": when}
@@ -635,6 +641,34 @@ _DATE_THIS_YEAR = pgettext_lazy("date format of a source, this year", "j M")
 _DATE_OTHER_YEAR = pgettext_lazy("date format of a source, another year", "j M Y")
 
 
+# Beside an entry that expires: "until Fri 11 Dec" (Django date format characters).
+_EXPIRY_THIS_YEAR = pgettext_lazy("date format of an expiry, this year", "D j M")
+_EXPIRY_OTHER_YEAR = pgettext_lazy("date format of an expiry, another year", "D j M Y")
+
+
+def expiry_text(value: str | None) -> str:
+    """Say until when an entry holds ("Until Fri 11 Dec"); "" for one that does not expire."""
+    try:
+        day = datetime.strptime(value or "", "%Y-%m-%d").date()
+    except ValueError:
+        return ""
+    shape = _EXPIRY_OTHER_YEAR if day.year != timezone.localdate().year else _EXPIRY_THIS_YEAR
+    return _("Until %(date)s") % {"date": date_format(day, str(shape))}
+
+
+def expiry_change_text(value: str) -> str:
+    """The History's line for an expiry a change set, changed or cleared."""
+    if not value:
+        return _("Kept until you remove it")
+    return _("Set to expire: %(until)s") % {"until": expiry_text(value)}
+
+
+def expiry_removal_text(when: datetime) -> str:
+    """The History's line for a removal by expiry ("Removed on 11 Dec: it was set to expire")."""
+    return _("Removed on %(date)s: it was set to expire") % {
+        "date": date_format(timezone.localtime(when) if timezone.is_aware(when) else when, str(_DATE_THIS_YEAR))}
+
+
 def _short_date(value: str) -> str:
     try:
         moment = datetime.fromisoformat(value)
@@ -643,3 +677,94 @@ def _short_date(value: str) -> str:
     if timezone.is_aware(moment):
         moment = timezone.localtime(moment)
     return ", " + date_format(moment, str(_DATE_OTHER_YEAR if moment.year != timezone.now().year else _DATE_THIS_YEAR))
+
+
+# --- the memory passport: importing what another assistant kept (`agentmemory.importing`) ------------
+
+# Where an import came from, after "Imported from" ("Imported from ChatGPT, 3 Dec").
+_IMPORT_SOURCES = {
+    "ours_json": gettext_lazy("a memory export"),
+    "ours_markdown": gettext_lazy("memory files"),
+    "mem0": "mem0",
+    "letta": "Letta",
+    "chatgpt": "ChatGPT",
+    "plain": gettext_lazy("a list"),
+}
+# The formats the import recognises, as the page names them.
+IMPORT_FORMATS = (
+    gettext_lazy("ChatGPT's saved memories, as copied from its settings (one memory a line)"),
+    gettext_lazy("Claude's memory files, or this site's Markdown export (/memories/profile.md and "
+                 "/memories/notes.md)"),
+    gettext_lazy("a mem0 export (JSON)"),
+    gettext_lazy("a Letta agent's memory blocks (JSON)"),
+    gettext_lazy("this site's JSON export"),
+    gettext_lazy("a plain list: one fact a line, bullets allowed"),
+)
+
+# Why a whole import was refused (`passport.ImportRefused.code`); nothing of it was kept.
+IMPORT_REFUSED = {
+    "import_too_large": gettext_lazy("This import is too large: at most 256 KB are read. Nothing was imported. "
+                                     "Split it, and import each part on its own."),
+    "import_too_many": gettext_lazy("This import holds too many items: at most 200 are read at once. Nothing was "
+                                    "imported. Split it, and import each part on its own."),
+    "import_item_too_long": gettext_lazy("An item of this import is longer than 1,000 characters, longer than a "
+                                         "memory entry should be. Nothing was imported. Shorten it and try again."),
+    "import_encoding": gettext_lazy("This file is not text in UTF-8, so it could not be read. Nothing was imported. "
+                                    "Save it as UTF-8 text and try again."),
+    "import_invalid_json": gettext_lazy("This looks like JSON but could not be read (it may be cut short). Nothing "
+                                        "was imported."),
+    "import_unknown_format": gettext_lazy("This JSON is not a format the import knows. Nothing was imported."),
+    "import_empty": gettext_lazy("No memory was found in this import. Paste the text, or choose a file."),
+    "import_nothing_new": gettext_lazy("Nothing in this import can be added, so nothing was proposed: see why "
+                                       "under each item."),
+}
+IMPORT_REFUSED_FALLBACK = gettext_lazy("This import could not be read. Nothing was imported.")
+
+# Why one item of an import is not proposed (the other items still are).
+IMPORT_ITEM_REASONS = {
+    "already_stored": gettext_lazy("Your memory already holds this."),
+    "repeated": gettext_lazy("This is repeated in the import; it is proposed once."),
+    "expiry_past": gettext_lazy("It was set to expire on a date that has passed."),
+}
+
+
+def import_source(code: str) -> str:
+    """The name of an import's source, after "Imported from"."""
+    return str(_IMPORT_SOURCES.get(code, _IMPORT_SOURCES["plain"]))
+
+
+def import_refused(code: str) -> str:
+    """The plain sentence for an import refused whole (`passport.ImportRefused.code`)."""
+    return str(IMPORT_REFUSED.get(code, IMPORT_REFUSED_FALLBACK))
+
+
+def import_item_reason(code: str) -> str:
+    """The plain sentence for one refused item of an import (a rule's code, or one of IMPORT_ITEM_REASONS)."""
+    if code in IMPORT_ITEM_REASONS:
+        return str(IMPORT_ITEM_REASONS[code])
+    if code.startswith("threat_"):
+        return _("Not imported: it looks like %(threat)s, which memory does not keep.") % {
+            "threat": threat_label(code.removeprefix("threat_"))}
+    return rule_message(code)
+
+
+def import_route(target: str) -> str:
+    """Where an imported item goes, as the review screen names it."""
+    return str(_("Your profile") if target == "user" else _("Your notes"))
+
+
+IMPORT_SKIP = gettext_lazy("Leave out")
+IMPORT_PROPOSED = gettext_lazy("Review your import: nothing is saved until you choose Save.")
+IMPORT_SAVED = gettext_lazy("Your import is saved to your memory.")
+_IMPORT_SAVE_MESSAGES = {
+    "import_all_skipped": gettext_lazy("Every item is left out, so there is nothing to save. Discard the import "
+                                       "instead, or keep at least one item."),
+    "invalid_route": gettext_lazy("Choose your profile, your notes, or Leave out for each item."),
+}
+
+
+def import_save_message(code: str, *, target: str | None = None, limits: Mapping[str, int] | None = None) -> str:
+    """The plain sentence for an import's proposal that could not be saved."""
+    if code in _IMPORT_SAVE_MESSAGES:
+        return str(_IMPORT_SAVE_MESSAGES[code])
+    return proposal_message(code, target=target, limits=limits)

@@ -51,7 +51,7 @@ def test_an_agent_change_from_a_rest_turn_is_undone_by_its_change_id(user, scrip
     assert [change["id"] for change in listed] == [change_id]
     assert listed[0]["by"] == "agent" and listed[0]["conversation_id"] == turn["conversation_id"]
     assert listed[0]["documents"] == {"memory": {"before": [], "after": [FACT], "added": [FACT], "removed": [],
-                                                 "changed": []}}
+                                                 "changed": [], "expiry_changed": []}}
 
     undone = api.post(f"/api/memory/changes/{change_id}/undo/")
     assert undone.status_code == 200

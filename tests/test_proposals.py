@@ -260,7 +260,8 @@ def test_the_list_shows_what_each_proposal_would_change(user):
     [item] = client_for(user).get("/api/memory/proposals/").json()["proposals"]
 
     assert item["operations"] == [{"position": 1, "target": "user", "action": "replace",
-                                   "content": "Uses helix.", "entry": "Uses vim.", "reason": "", "why": ""}]
+                                   "content": "Uses helix.", "entry": "Uses vim.", "reason": "", "why": "",
+                                   "expires": None}]
     assert item["expires_at"] > item["created_at"]
 
 

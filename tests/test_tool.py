@@ -65,10 +65,16 @@ def ledger():
 
 
 def test_tool_schema_is_the_design_schema_verbatim():
+    # The design's schema, plus one optional field: an entry's expiry (issue 39).
     design = json.loads(DESIGN_SCHEMA)
     assert MEMORY_UPDATE_TOOL["type"] == "function"
     function = MEMORY_UPDATE_TOOL["function"]
-    assert {"name": function["name"], "parameters": function["parameters"]} == design
+    items = function["parameters"]["properties"]["operations"]["items"]
+    assert items["properties"]["expires"]["type"] == ["string", "null"]
+    assert "expires" not in items["required"]
+    parameters = json.loads(json.dumps(function["parameters"]))
+    del parameters["properties"]["operations"]["items"]["properties"]["expires"]
+    assert {"name": function["name"], "parameters": parameters} == design
     assert TOOL_NAME == "memory_update"
     # OpenAI function-tool format: name, description, parameters and nothing else.
     assert set(function) == {"name", "description", "parameters"}

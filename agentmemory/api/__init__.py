@@ -19,18 +19,21 @@ that committed nothing and may pass on a retry (the database) frees the key.
 
 The package: `base` (the view base class, its error shape, the write
 throttle), `memory` (the documents, operations, export, erase, settings),
-`proposals`, `changes` and `tidy` (Tidy up: one model request, one proposal).
+`proposals`, `changes`, `tidy` (Tidy up: one model request, one proposal) and
+`passport` (import as one proposal; the Markdown pair export).
 `agentmemory/urls.py` routes to the names here.
 """
 from .base import MemoryAPIView, MemoryWriteThrottle, error_response
 from .changes import ChangeAPIView, ChangeDetailView, ChangeListView, ChangeRestoreView, ChangeUndoView
 from .memory import MemoryExportView, MemoryOperationsView, MemorySettingsView, MemoryView
+from .passport import MemoryImportView, MemoryMarkdownExportView
 from .proposals import ProposalDetailView, ProposalListView, ProposalSaveView
 from .tidy import TidyThrottle, TidyView
 
 __all__ = [
     "ChangeAPIView", "ChangeDetailView", "ChangeListView", "ChangeRestoreView", "ChangeUndoView",
-    "MemoryAPIView", "MemoryExportView", "MemoryOperationsView", "MemorySettingsView", "MemoryView",
+    "MemoryAPIView", "MemoryExportView", "MemoryImportView", "MemoryMarkdownExportView",
+    "MemoryOperationsView", "MemorySettingsView", "MemoryView",
     "MemoryWriteThrottle", "ProposalDetailView", "ProposalListView", "ProposalSaveView", "TidyThrottle", "TidyView",
     "error_response",
 ]

@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import status
 from rest_framework.response import Response
 
-from .. import idempotency, preferences, services, store, words
+from .. import expiry, idempotency, preferences, services, store, words
 from ..conf import memory_settings
 from ..models import Actor
 from ..notify import broadcast_memory_changed_sync
@@ -188,6 +188,7 @@ class MemoryView(MemoryAPIView):
         examples=[STATE_EXAMPLE],
     )
     def get(self, request):
+        expiry.remove_expired(user_id=request.user.pk)  # the person's read: entries past their date go now
         return Response(MemoryStateSerializer(state_payload(memory_state(user_id=request.user.pk))).data)
 
     @extend_schema(
@@ -227,7 +228,9 @@ class MemoryOperationsView(MemoryAPIView):
         tags=["memory"],
         summary="Change your memory",
         description="The same contract as the assistant's memory_update tool: 1 to 20 ordered "
-                    "operations (add: content; replace: match and content; remove: match). The whole "
+                    "operations (add: content; replace: match and content; remove: match; add and replace may "
+                    "carry expires: a YYYY-MM-DD date, a phrase such as 'for a week' read in your time zone, "
+                    "or 'never' to clear it; replace with match and expires alone changes only the date). The whole "
                     "batch commits or nothing does; capacity is checked after the batch. Unknown fields "
                     "are refused. Send an Idempotency-Key header to make a retry safe: the batch commits "
                     "once per key. If the connection to the database fails while the change commits, the "
@@ -244,9 +247,11 @@ class MemoryOperationsView(MemoryAPIView):
     )
     def post(self, request):
         key = idempotency.parse_key(request.headers.get(idempotency.HEADER))
-        operations = parse_operations(request.data)
+        today = expiry.today_for(request.user.pk)
+        operations = parse_operations(expiry.resolve_operations(request.data, today))
         if key is None:
-            result = commit_confirmed(request, services.commit_batch, operations=operations, actor=Actor.USER)
+            result = commit_confirmed(request, services.commit_batch, operations=operations, actor=Actor.USER,
+                                      today=today)
             return self._committed(request, {"outcome": result.outcome, "changed": list(result.changed)})
         claimed = idempotency.claim(
             user_id=request.user.pk, key=key, lease_seconds=OPERATIONS_LEASE_SECONDS,
@@ -261,7 +266,7 @@ class MemoryOperationsView(MemoryAPIView):
             return response
         try:
             result = commit_confirmed(request, services.commit_batch, operations=operations, actor=Actor.USER,
-                                      idempotency_key=key)
+                                      idempotency_key=key, today=today)
             kept = {"outcome": result.outcome, "changed": list(result.changed)}
         except idempotency.AlreadyCommitted as first:  # a crashed first attempt committed it: not again
             kept = first.outcome

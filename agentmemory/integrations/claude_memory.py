@@ -15,6 +15,9 @@ nothing else:
   `memory_update` (`agentmemory.rules`: normalisation, the threat scan,
   capacity after the whole batch, 20 operations a turn): nothing is written
   here; the turn commits after the answer.
+- An entry that expires is shown with its note at the end of its line,
+  " (until YYYY-MM-DD)", as in the prompt; a line written with such a note
+  sets that expiry, and an entry's line written again without it clears it.
 - Any other path, `rename` and directories are refused with a reply that
   says what the two files are and how to do the same thing with them.
 
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 
 from ..conf import memory_settings
 from ..rules import (
+    CLEAR_EXPIRY,
     MAX_OPERATIONS,
     TARGETS,
     Applied,
@@ -38,6 +42,7 @@ from ..rules import (
     Operation,
     Snapshot,
     Target,
+    expiry_note,
     model_view,
     usage,
 )
@@ -136,7 +141,7 @@ def _handle(command: object) -> CommandReply:
             return _failed(ledger, limit, what + " " + LAYOUT, "directory")
         return _failed(ledger, limit, f"No such file here, so nothing was {_DONE.get(name, 'changed')}. " + LAYOUT
                        + " Use one of them.", "unknown_path")
-    lines = _shown(ledger.snapshot.entries(target))
+    lines = _shown(ledger.snapshot.entries(target), ledger.snapshot.expiries(target))
     try:
         new_lines = _edited(name, command, lines, path)  # type: ignore[arg-type]  # a str: it named a file
     except _Refusal as refusal:
@@ -205,9 +210,24 @@ def _positions(text: str, part: str) -> list[int]:
     return found
 
 
-def _shown(entries: tuple[str, ...]) -> list[str]:
-    """Each entry as one line of the file, as the model may see it (blocked entries as their marker)."""
-    return [" ".join(model_view(entry).split("\n")) for entry in entries]
+def _shown(entries: tuple[str, ...], expiries: Mapping[str, str] | None = None) -> list[str]:
+    """Each entry as one line of the file, as the model may see it (blocked entries as their marker).
+
+    An entry that expires ends with its note, " (until YYYY-MM-DD)", as in the prompt.
+    """
+    expiries = expiries or {}
+    return [" ".join(model_view(entry).split("\n")) + expiry_note(expiries.get(entry)) for entry in entries]
+
+
+_UNTIL = re.compile(r"\s*\(until ([0-9]{4}-[0-9]{2}-[0-9]{2})\)\s*$")
+
+
+def _split_until(line: str) -> tuple[str, str | None]:
+    """A file line's entry text and the expiry its trailing "(until YYYY-MM-DD)" note gives (None: no note)."""
+    found = _UNTIL.search(line)
+    if found is None or not line[:found.start()].strip():
+        return line, None
+    return line[:found.start()].strip(), found.group(1)
 
 
 def _parsed(lines: list[str]) -> list[str]:
@@ -223,7 +243,8 @@ def _parsed(lines: list[str]) -> list[str]:
     return entries
 
 
-def _operations(target: Target, entries: tuple[str, ...], shown: list[str], new_lines: list[str]) -> list[Operation]:
+def _operations(target: Target, entries: tuple[str, ...], shown: list[str], new_lines: list[str],
+                expiries: Mapping[str, str] | None = None) -> list[Operation]:
     """Pinned operations that turn `entries` into the file's new lines.
 
     A line that reads like an entry's current line keeps that entry; lines
@@ -231,11 +252,25 @@ def _operations(target: Target, entries: tuple[str, ...], shown: list[str], new_
     rest are removes and adds. A blocked entry (shown as its marker) is
     changed only by the person: it stays whatever the file says, and its
     marker line never stands for a new entry. Linear in the lines.
+
+    Expiry: a line's trailing " (until YYYY-MM-DD)" note sets the entry's
+    expiry; an entry's line written again without its note clears it.
     """
+    expiries = expiries or {}
     blocked = {entry for entry in entries if is_blocked(entry)}
     markers = {line for line, entry in zip(shown, entries) if entry in blocked}
     stored_as = {line: entry for line, entry in zip(shown, entries) if entry not in blocked}
-    wanted = [stored_as.get(line, line) for line in _parsed(new_lines) if line not in markers]
+    dates: dict[str, str] = {}
+    wanted = []
+    for line in _parsed(new_lines):
+        if line in markers:
+            continue
+        if line in stored_as:
+            wanted.append(stored_as[line])
+            continue
+        text, date = _split_until(line)
+        dates[text] = date or CLEAR_EXPIRY
+        wanted.append(text)
     kept = set(wanted)
     gone = [entry for entry in entries if entry not in kept and entry not in blocked]
     current = set(entries)
@@ -245,10 +280,15 @@ def _operations(target: Target, entries: tuple[str, ...], shown: list[str], new_
         if line not in current and line not in seen:
             seen.add(line)
             came.append(line)
-    operations = [Operation(target=target, action="replace", match=old, content=new, entry=None)
+    operations = [Operation(target=target, action="replace", match=old, content=new, entry=None, expires=dates.get(new))
                   for old, new in zip(gone, came)]
     operations += [Operation(target=target, action="remove", match=old) for old in gone[len(came):]]
-    operations += [Operation(target=target, action="add", content=new) for new in came[len(gone):]]
+    operations += [Operation(target=target, action="add", content=new,
+                             expires=None if dates.get(new) == CLEAR_EXPIRY else dates.get(new))
+                   for new in came[len(gone):]]
+    operations += [Operation(target=target, action="replace", match=entry, entry=entry, expires=dates[entry])
+                   for entry in dict.fromkeys(wanted) if entry in current and entry in dates and entry not in blocked
+                   and (dates[entry] if dates[entry] != CLEAR_EXPIRY else "") != expiries.get(entry, "")]
     return operations
 
 
@@ -258,12 +298,13 @@ def _stage(
     ledger: MemoryLedger = request.ledger  # type: ignore[assignment]  # the caller checked it
     limit = memory_settings().max_tool_failures
     path = PATHS[target]
-    operations = _operations(target, ledger.snapshot.entries(target), lines, new_lines)
+    operations = _operations(target, ledger.snapshot.entries(target), lines, new_lines,
+                             ledger.snapshot.expiries(target))
     if not operations:
         return CommandReply(f"Nothing changed: {path} already reads like this. Do not repeat this command; answer "
                             "the user.", status="unchanged")
     try:
-        applied = stage_batch(ledger, operations, request.limits, accept=_changes)
+        applied = stage_batch(ledger, operations, request.limits, accept=_changes, today=request.today)
     except MemoryValidationError as exc:
         if exc.code == "over_capacity":
             ledger.capacity_refused = True
@@ -278,7 +319,7 @@ def _stage(
     return CommandReply(
         f"The memory file has been edited ({_count(len(applied.to_stage))} staged; {saved}). {path} now holds "
         f"{len(after.entries(target))} entries, {usage(after, target, request.limits)}.{note}\n"
-        + (_numbered(_shown(after.entries(target))) or "(empty)"),
+        + (_numbered(_shown(after.entries(target), after.expiries(target))) or "(empty)"),
         status="staged", operation_count=len(applied.to_stage),
     )
 
@@ -319,7 +360,7 @@ def _view(snapshot: Snapshot, path: object, view_range: object, request: MemoryR
     target = FILES.get(path.rstrip("/"))
     if target is None:
         return _refused(f"The path {path} does not exist. " + LAYOUT, "unknown_path")
-    lines = _shown(snapshot.entries(target))
+    lines = _shown(snapshot.entries(target), snapshot.expiries(target))
     start, numbered = 1, lines
     if isinstance(view_range, (list, tuple)) and len(view_range) == 2 and all(isinstance(n, int) for n in view_range):
         start = max(1, view_range[0])
@@ -336,7 +377,7 @@ def _numbered(lines: list[str], start: int = 1) -> str:
 
 
 def _size(snapshot: Snapshot, target: str) -> str:
-    return f"{len(chr(10).join(_shown(snapshot.entries(target))).encode())}B"
+    return f"{len(chr(10).join(_shown(snapshot.entries(target), snapshot.expiries(target))).encode())}B"
 
 
 def _refused(text: str, code: str, *, status: str = "refused") -> CommandReply:

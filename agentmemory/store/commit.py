@@ -94,6 +94,7 @@ def commit_operations(
     max_operations: int | None = None,
     guard=None,
     erasures: int | None = None,
+    today: str | None = None,
 ) -> CommitResult:
     """Apply the ordered batch to the latest stored memory of one person.
 
@@ -122,6 +123,7 @@ def commit_operations(
     With `erasures` (the person's erase count a turn read with its memory),
     raise MemoryValidationError `erased` (nothing written) when the person
     erased their memory since: read in the lock query itself, so no race wins.
+    `today` (ISO, the person's date) refuses an expiry before it (`rules.normalize_expiry`).
     """
     config = memory_settings()
     limits = limits or config.limits
@@ -167,14 +169,15 @@ def commit_operations(
                 current = stored.snapshot
                 if precondition is not None:
                     precondition(current)
-                updated = apply_operations(current, operations, limits, max_operations=max_operations)
+                updated = apply_operations(current, operations, limits, max_operations=max_operations, today=today)
                 if cancelled():
                     raise CommitCancelled()
                 changed = changed_targets(current, updated)
                 now = sql.now()
                 source = _origin(actor, origin)
-                sources = provenance.carry(current, stored.sources, updated, source,
-                                           merges=(origin or {}).get("merges"))
+                sources = provenance.set_expiry(
+                    provenance.carry(current, stored.sources, updated, source, merges=(origin or {}).get("merges")),
+                    updated, source)
                 _persist(cursor, sql, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 params = event_params(
@@ -186,7 +189,7 @@ def commit_operations(
                     cursor.execute(sql.insert_event_returning, params)
                     change_id = cursor.fetchone()[0]
                     keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
-                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config)
+                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config, sources=sources)
                 else:
                     cursor.execute(sql.insert_event, params)
                 if guard is not None:
@@ -303,7 +306,7 @@ class _PsycopgTransaction:
 
 
 _ROLE_OF_ACTOR = {Actor.AGENT: provenance.AGENT, Actor.USER: provenance.USER, Actor.STAFF: provenance.STAFF,
-                  Actor.SYSTEM: provenance.SYSTEM}
+                  Actor.SYSTEM: provenance.SYSTEM, Actor.EXPIRY: provenance.EXPIRY}
 
 
 def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
@@ -316,6 +319,7 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
         conversation_id=conversation_id if isinstance(conversation_id, int) else None,
         turn_id=str(origin.get("turn_id") or ""),
         restored=bool(origin.get("restored")),
+        imported=str(origin.get("imported") or ""),
     )
 
 

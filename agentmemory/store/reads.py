@@ -62,7 +62,7 @@ def load_state(*, user_id, timeout: float | None = None) -> StoredMemory:
 def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | None, Snapshot | None]:
     """Return the person's settings row and, unless their switch is off, their memory's snapshot.
 
-    The row is `(use_memory, save_mode, erasures)`, or None when they never changed a
+    The row is `(use_memory, save_mode, erasures, time_zone)`, or None when they never changed a
     setting (the defaults). The snapshot is None when the switch is off: it is
     not even read. Only what a turn uses is read: the entries, not their
     timestamps or sources (`load_state` reads those). With `timeout`
@@ -80,11 +80,11 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
         try:
             with bounded_wait(timeout, statement=True) if timeout is not None else nullcontext():
                 row = MemoryPreference.objects.filter(user_id=user_id).values_list(
-                    "use_memory", "save_mode", "erasures").first()
+                    "use_memory", "save_mode", "erasures", "time_zone").first()
                 if row is not None and not row[0]:
                     return row, None
                 documents = MemoryDocument.objects.filter(user_id=user_id).values_list(
-                    "memory_type", "content", "schema_version")
+                    "memory_type", "content", "schema_version", "provenance")
                 return row, _snapshot_from_rows(list(documents))
         except DatabaseError as exc:
             raise MemoryUnavailable("Memory could not be read from the database.") from exc
@@ -101,10 +101,10 @@ def load_for_turn(*, user_id, timeout: float | None = None) -> tuple[tuple | Non
     except DatabaseError as exc:
         raise MemoryUnavailable("Memory could not be read from the database.") from exc
     # Always at least one row: the settings (NULL when there is no row) beside each document.
-    row = None if found[0][0] is None else tuple(found[0][:3])
+    row = None if found[0][0] is None else tuple(found[0][:4])
     if row is not None and not row[0]:
         return row, None
-    return row, _snapshot_from_rows([each[3:] for each in found if each[3] is not None])
+    return row, _snapshot_from_rows([each[4:] for each in found if each[4] is not None])
 
 
 def preference_row(*, user_id) -> tuple | None:
@@ -125,13 +125,23 @@ def _check_version(schema_version: int) -> None:
         )
 
 
-def _snapshot_from_rows(rows: Sequence[tuple[str, str, int]]) -> Snapshot:
-    """The snapshot from `(memory_type, content, schema_version)` rows (a turn's read)."""
+def _snapshot_from_rows(rows: Sequence[tuple]) -> Snapshot:
+    """The snapshot, with its expiries, from `(memory_type, content, schema_version, provenance)` rows.
+
+    A turn's read.
+    """
     documents: dict[str, tuple[str, ...]] = {target: () for target in TARGETS}
-    for memory_type, content, schema_version in rows:
+    sources: dict[str, tuple] = {}
+    for memory_type, content, schema_version, stored in rows:
         _check_version(schema_version)
         documents[memory_type] = parse_document(content)
-    return Snapshot(user=documents["user"], memory=documents["memory"])
+        sources[memory_type] = provenance.aligned(documents[memory_type], _decoded(stored))
+    return provenance.snapshot_with_expiry(Snapshot(user=documents["user"], memory=documents["memory"]), sources)
+
+
+def _decoded(stored):
+    # Raw SQL reads the column undecoded (SQLite's text, a jsonb loader's str).
+    return json.loads(stored) if isinstance(stored, str) else stored
 
 
 def state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
@@ -144,12 +154,10 @@ def state_from_rows(rows: Sequence[MemoryDocument]) -> StoredMemory:
         documents[row.memory_type] = parse_document(row.content)
         updated[row.memory_type] = row.updated_at
         created[row.memory_type] = row.created_at
-        stored = row.provenance
-        if isinstance(stored, str):  # raw SQL reads the column undecoded (SQLite's text, a jsonb loader's str)
-            stored = json.loads(stored)
-        sources[row.memory_type] = provenance.aligned(documents[row.memory_type], stored)
+        sources[row.memory_type] = provenance.aligned(documents[row.memory_type], _decoded(row.provenance))
     return StoredMemory(
-        snapshot=Snapshot(user=documents["user"], memory=documents["memory"]),
+        snapshot=provenance.snapshot_with_expiry(Snapshot(user=documents["user"], memory=documents["memory"]),
+                                                 sources),
         updated_at=updated,
         created_at=created,
         sources=sources,

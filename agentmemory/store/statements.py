@@ -77,8 +77,8 @@ _EVENT_COLUMNS = (
 
 # MemoryVersion's columns in the order `keep_versions` fills them.
 _VERSION_COLUMNS = (
-    "user", "event", "memory_type", "before", "before_provenance", "after", "kind", "by", "conversation_id",
-    "turn_id", "schema_version", "created_at",
+    "user", "event", "memory_type", "before", "before_provenance", "after", "after_provenance", "kind", "by",
+    "conversation_id", "turn_id", "schema_version", "created_at",
 )
 
 
@@ -156,8 +156,8 @@ def _build_statements(vendor: str, for_update: bool) -> Statements:
     users, user_pk = names(user_model, user_model._meta.pk.name)
     has_active = any(f.name == "is_active" for f in user_model._meta.concrete_fields)
     active = quote(user_model._meta.get_field("is_active").column) if has_active else "1"
-    preferences, preference_user, use_memory, save_mode, erasures = names(
-        MemoryPreference, "user", "use_memory", "save_mode", "erasures")
+    preferences, preference_user, use_memory, save_mode, erasures, time_zone = names(
+        MemoryPreference, "user", "use_memory", "save_mode", "erasures", "time_zone")
     table, pk, user, memory_type, content, version, created, modified, sources = names(
         MemoryDocument, "id", "user", "memory_type", "content", "schema_version", "created_at", "updated_at",
         "provenance",
@@ -190,11 +190,11 @@ def _build_statements(vendor: str, for_update: bool) -> Statements:
     binding = _server_binding_cursor() if vendor == "postgresql" else None
     # One row at least (the settings, NULL without a row), one per document
     # when the switch is on: no preference row means on, as in the lock query.
-    # Only what a turn uses: the entries, not their timestamps or sources.
+    # Only what a turn uses: the entries and their sources (expiries), not their timestamps.
     turn_read = (
         f"SELECT {preferences}.{use_memory}, {preferences}.{save_mode}, {preferences}.{erasures}, "
-        f"{table}.{memory_type}, "
-        f"{table}.{content}, {table}.{version} "
+        f"{preferences}.{time_zone}, {table}.{memory_type}, "
+        f"{table}.{content}, {table}.{version}, {table}.{sources} "
         f"FROM (SELECT 1) AS person LEFT JOIN {preferences} ON {preferences}.{preference_user} = %s "
         f"LEFT JOIN {table} ON {table}.{user} = %s AND {preferences}.{use_memory} IS NOT FALSE"
         if vendor == "postgresql" else ""

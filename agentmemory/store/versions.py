@@ -18,15 +18,21 @@ from .statements import SOURCES_FIELD, Statements
 
 
 def keep_versions(cursor, sql: Statements, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
-                   now, source: provenance.Source, *, kind: str, config) -> None:
-    """Record each changed document's version for this change, then prune the person's oldest ones."""
+                   now, source: provenance.Source, *, kind: str, config, sources=None) -> None:
+    """Record each changed document's version for this change, then prune the person's oldest ones.
+
+    `sources` are the per-entry sources the change left (with each entry's expiry).
+    """
     for target in targets:
         before = stored.snapshot.entries(target)
         before_sources = SOURCES_FIELD.get_db_prep_save(
             provenance.to_json(stored.sources.get(target) or ()) if before else None, connection)
+        after = updated.entries(target)
+        after_sources = SOURCES_FIELD.get_db_prep_save(
+            provenance.to_json((sources or {}).get(target) or ()) if after and sources else None, connection)
         cursor.execute(sql.insert_version, [
             owner, change_id, target, render_document(before), before_sources,
-            render_document(updated.entries(target)), str(kind), source.by, source.conversation_id,
+            render_document(after), after_sources, str(kind), source.by, source.conversation_id,
             source.turn_id, SCHEMA_VERSION, now,
         ])
     cutoff = timezone.now() - timedelta(days=config.version_retention_days)

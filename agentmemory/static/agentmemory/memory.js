@@ -111,7 +111,7 @@
 
   // --- posting the forms ----------------------------------------------------------
 
-  var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-switch, .memory-save-mode, " +
+  var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-expiry, .memory-switch, .memory-save-mode, " +
     ".proposal-save, .proposal-discard, .change-undo, .change-restore, .memory-tidy";
   var TIDYING = gettext("Asking the assistant to tidy up\u2026 This can take a few seconds.");
 
@@ -123,6 +123,9 @@
     form.setAttribute("aria-busy", "true");
     // Tidy up is one model request: say that it runs.
     if (form.matches(".memory-tidy")) showStatus(TIDYING);
+    // An expiry is read in the person's own time zone: the browser names it.
+    var zone = form.querySelector('input[name="tz"]');
+    if (zone && window.Intl) zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
     var body = new FormData(form);
     fetch(form.action, {
       method: "POST",

@@ -1,0 +1,246 @@
+"""The memory passport's formats (issue 39, part 2): reading what another assistant kept, and writing ours.
+
+Pure functions only: no Django, no database, no clock. Turning the items
+into ONE proposal the person reviews is `agentmemory.importing`.
+
+- `read(data)` takes the bytes a person pasted or uploaded, refuses what is
+  too large, not UTF-8 or holds too many items (`ImportRefused`, a stable
+  `code`, no content in the message), detects the format and returns the
+  items, each routed to the profile ("user") or the notes ("memory") by
+  trusted rules, with an expiry when the format carries one.
+- Formats recognised (`FORMATS`): our JSON export; our Markdown pair (and
+  Claude's memory files: `/memories/profile.md`, `/memories/notes.md`, one
+  entry per line, an expiry as " (until YYYY-MM-DD)"); a mem0 export
+  (`[{"memory": ...}]` or `{"results": [...]}`); a Letta agent's core memory
+  (`{"memory": {"blocks": [{"label": "human", "value": ...}]}}`, or the
+  blocks themselves); ChatGPT's saved memories as copied from its settings
+  (one memory a line); a plain list (lines or bullets).
+- `markdown_pair(documents)` writes the two files our import reads back.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .rules import ISO_DATE, normalize_text
+
+MAX_IMPORT_BYTES = 256 * 1024
+MAX_IMPORT_ITEMS = 200
+MAX_ITEM_CHARS = 1_000
+
+OURS_JSON, OURS_MARKDOWN, MEM0, LETTA = "ours_json", "ours_markdown", "mem0", "letta"
+CHATGPT, PLAIN = "chatgpt", "plain"
+FORMATS = (OURS_JSON, OURS_MARKDOWN, MEM0, LETTA, CHATGPT, PLAIN)
+EXPORT_FORMAT = "agentmemory-export"  # `selectors.EXPORT_FORMAT`'s value: checked in the tests
+PROFILE_FILE, NOTES_FILE = "/memories/profile.md", "/memories/notes.md"
+FILES = {PROFILE_FILE: "user", NOTES_FILE: "memory"}
+
+_BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_FILE_LINE = re.compile(r"^\s*(?:#+\s*)?(?:file:\s*)?(/memories/[\w./-]+)\s*$", re.IGNORECASE)
+_UNTIL = re.compile(r"\s*\(until ([0-9]{4}-[0-9]{2}-[0-9]{2})\)\s*$")
+# ChatGPT's settings list memories as third-person sentences about the person.
+_ABOUT_THE_PERSON = re.compile(
+    r"^(?:user|the user|i|i'm|my|prefers|likes|dislikes|loves|hates|is|was|has|lives|works|wants|speaks|"
+    r"enjoys|uses|studies|owns)\b", re.IGNORECASE)
+
+
+class ImportRefused(ValueError):
+    """The import was refused as a whole; nothing of it is kept. `code` is stable and content-free."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Item:
+    target: str  # "user" or "memory"
+    content: str
+    expires: str | None = None
+
+
+@dataclass(frozen=True)
+class Imported:
+    format: str
+    items: tuple[Item, ...]
+    # Items the import repeats (same document, same text): read once, listed here so the person sees why.
+    repeated: tuple[Item, ...] = ()
+
+
+def read(data: bytes | str) -> Imported:
+    """Return the detected format and its items, or raise ImportRefused (never a part of them)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ImportRefused(f"The import is {len(raw):,} bytes; at most {MAX_IMPORT_BYTES:,} are read.",
+                            code="import_too_large")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ImportRefused("The import is not UTF-8 text.", code="import_encoding") from None
+    if "\x00" in text:
+        raise ImportRefused("The import is not UTF-8 text.", code="import_encoding")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise ImportRefused("The import is empty.", code="import_empty")
+    shape = text.strip()
+    looks_json = shape[:1] == "{" or (shape[:1] == "[" and shape[-1:] == "]")
+    found = _read_json(text) if looks_json else _read_text(text)
+    if found is None:
+        raise ImportRefused("The import looks like JSON but is not valid JSON.", code="import_invalid_json")
+    items = tuple(item for item in found.items if item.content)
+    if not items:
+        raise ImportRefused("No memory was found in the import.", code="import_empty")
+    if len(items) > MAX_IMPORT_ITEMS:
+        raise ImportRefused(f"The import holds {len(items):,} items; at most {MAX_IMPORT_ITEMS} are read.",
+                            code="import_too_many")
+    long = [index for index, item in enumerate(items, start=1) if len(item.content) > MAX_ITEM_CHARS]
+    if long:
+        raise ImportRefused(f"Item {long[0]} is longer than {MAX_ITEM_CHARS} characters.", code="import_item_too_long")
+    unique, repeated = _unique(items)
+    return Imported(format=found.format, items=unique, repeated=repeated)
+
+
+def route(content: str) -> str:
+    """The document an imported item goes to by default: the profile for a fact about the person."""
+    return "user" if _ABOUT_THE_PERSON.match(content.strip()) else "memory"
+
+
+def markdown_pair(documents: Mapping[str, Sequence[str]], expiries: Mapping[str, Mapping[str, str]] | None = None,
+                  ) -> dict[str, str]:
+    """Our two documents as Claude's memory files: one entry a line, an expiry as " (until YYYY-MM-DD)"."""
+    expiries = expiries or {}
+    files = {}
+    for path, target in FILES.items():
+        dates = expiries.get(target) or {}
+        lines = [" ".join(entry.split("\n")) + (f" (until {dates[entry]})" if entry in dates else "")
+                 for entry in documents.get(target) or ()]
+        files[path] = "\n".join(f"- {line}" for line in lines) + ("\n" if lines else "")
+    return files
+
+
+def markdown_bundle(documents: Mapping[str, Sequence[str]],
+                    expiries: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """The Markdown pair as one text (each file under its path), as our import reads it back."""
+    return "\n".join(f"{path}\n{body}" for path, body in markdown_pair(documents, expiries).items())
+
+
+# --- JSON ----------------------------------------------------------------------------
+
+
+def _read_json(text: str) -> Imported | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, Mapping) and data.get("format") == EXPORT_FORMAT:
+        return Imported(OURS_JSON, tuple(_ours(data)))
+    if isinstance(data, Mapping) and ("memory" in data and isinstance(data["memory"], Mapping)
+                                      and "blocks" in data["memory"] or "blocks" in data):
+        blocks = data["memory"]["blocks"] if "memory" in data else data["blocks"]
+        return Imported(LETTA, tuple(_letta(blocks)))
+    if isinstance(data, list) and data and all(isinstance(item, Mapping) and "label" in item for item in data):
+        return Imported(LETTA, tuple(_letta(data)))
+    results = data.get("results") if isinstance(data, Mapping) else data
+    if isinstance(results, list) and all(isinstance(item, Mapping) and isinstance(item.get("memory"), str)
+                                         for item in results) and results:
+        return Imported(MEM0, tuple(Item(route(item["memory"]), _clean(item["memory"])) for item in results))
+    if isinstance(data, list) and all(isinstance(item, str) for item in data):
+        return Imported(PLAIN, tuple(Item(route(item), _clean(item)) for item in data))
+    raise ImportRefused("This JSON is not a format the import knows.", code="import_unknown_format")
+
+
+def _ours(data: Mapping) -> list[Item]:
+    documents = data.get("documents")
+    if not isinstance(documents, Mapping):
+        raise ImportRefused("This export has no documents.", code="import_unknown_format")
+    items = []
+    for target in ("user", "memory"):
+        document = documents.get(target) or {}
+        entries = document.get("entries") if isinstance(document, Mapping) else None
+        sources = document.get("sources") if isinstance(document, Mapping) else None
+        if not isinstance(entries, list):
+            continue
+        sources = sources if isinstance(sources, list) and len(sources) == len(entries) else [None] * len(entries)
+        for entry, source in zip(entries, sources):
+            if isinstance(entry, str):
+                expires = source.get("expires") if isinstance(source, Mapping) else None
+                items.append(Item(target, _clean(entry),
+                                  expires if isinstance(expires, str) and ISO_DATE.fullmatch(expires) else None))
+    return items
+
+
+def _letta(blocks: object) -> list[Item]:
+    if not isinstance(blocks, list):
+        raise ImportRefused("This export has no memory blocks.", code="import_unknown_format")
+    items = []
+    for block in blocks:
+        if not isinstance(block, Mapping) or not isinstance(block.get("value"), str):
+            continue
+        target = "user" if str(block.get("label", "")).lower() in ("human", "user") else "memory"
+        if str(block.get("label", "")).lower() == "persona":
+            continue  # the other assistant's description of itself, not the person's memory
+        items += [Item(target, line) for line in _lines(block["value"])]
+    return items
+
+
+# --- text ----------------------------------------------------------------------------
+
+
+def _read_text(text: str) -> Imported:
+    lines = text.split("\n")
+    if any(_FILE_LINE.match(line) for line in lines):
+        items = []
+        target = None
+        for line in lines:
+            named = _FILE_LINE.match(line)
+            if named:
+                target = FILES.get(named.group(1).lower(), "memory")
+                continue
+            if target is None:
+                continue
+            for entry in _lines(line):
+                content, expires = _split_until(entry)
+                items.append(Item(target, content, expires))
+        return Imported(OURS_MARKDOWN, tuple(items))
+    bullets = sum(1 for line in lines if _BULLET.match(line))
+    written = [line for line in lines if line.strip()]
+    kind = PLAIN if bullets else CHATGPT
+    return Imported(kind, tuple(Item(route(line), line) for line in _lines("\n".join(written))))
+
+
+def _lines(value: str) -> list[str]:
+    lines = []
+    for line in value.split("\n"):
+        if not line.strip() or _HEADING.match(line):
+            continue
+        line = _clean(_BULLET.sub("", line))
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _split_until(line: str) -> tuple[str, str | None]:
+    found = _UNTIL.search(line)
+    if found is None or not line[:found.start()].strip():
+        return line, None
+    return line[:found.start()].strip(), found.group(1)
+
+
+def _clean(value: str) -> str:
+    return normalize_text(value)
+
+
+def _unique(items: Sequence[Item]) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
+    seen = set()
+    kept, repeated = [], []
+    for item in items:
+        key = (item.target, item.content)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+        else:
+            repeated.append(item)
+    return tuple(kept), tuple(repeated)
