@@ -215,6 +215,13 @@ class EraseReceiptSerializer(serializers.Serializer):
     summary = serializers.CharField(help_text="The receipt as one plain sentence.")
 
 
+class ReviewSerializer(serializers.Serializer):
+    change_id = serializers.IntegerField(help_text="The change support staff judged (a change's id, as History's).")
+    verdict = serializers.ChoiceField(choices=["keep", "not_worth", "sensitive", "wrong_document", "wrong_content"])
+    reviewed_at = serializers.DateTimeField()
+    notice_open = serializers.BooleanField(help_text="A sensitive verdict the memory page still asks about.")
+
+
 class ExportSerializer(serializers.Serializer):
     format = serializers.CharField()
     schema_version = serializers.IntegerField()
@@ -224,3 +231,5 @@ class ExportSerializer(serializers.Serializer):
     proposals = ProposalSerializer(many=True, help_text="Pending proposals (ask before saving).")
     changes = ChangeSerializer(many=True, help_text="The kept versions: each change with each document before "
                                "and after it, newest first.")
+    reviews = ReviewSerializer(many=True, help_text="Support staff's verdicts on changes the assistant saved "
+                               "(sampled for review); no content.")
