@@ -20,28 +20,58 @@ content writes an event for that person before the page is sent
 staff member's name and what kind of thing was read, never the text or the
 search term. The person reads "Support staff viewed your memory" in History;
 admins see the events here.
+
+Support staff's review of what the assistant saved (`agentmemory.review`)
+lives under "Write reviews": the verdicts (metadata), the review queue and
+the write-quality dashboard. `agentmemory.review_memory_writes` opens the
+queue and the dashboard and implies nothing else; the queue shows a change's
+entries (and accepts a verdict) only to staff who also hold
+`view_memory_content`, and each such view is a "viewed" event of kind
+"review" ("Support staff reviewed an entry" in the person's History).
 """
 from __future__ import annotations
+
+from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, IntegerField, Q, Sum, Value
 from django.db.models.functions import Length, Replace
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_date
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from . import provenance, services, words
+from . import provenance, review, services, versions, words
 from .conf import memory_settings
-from .models import Actor, MemoryDocument, MemoryEvent, MemoryProposal, MemoryVersion, Outcome, Viewed
+from .models import (
+    Actor,
+    MemoryDocument,
+    MemoryEvent,
+    MemoryProposal,
+    MemoryType,
+    MemoryVersion,
+    Outcome,
+    Verdict,
+    Viewed,
+    WriteReview,
+)
 from .rules import SEPARATOR, parse_document
 from .selectors import NEAR_FULL_PERCENT
 
 CONTENT_PERMISSION = "agentmemory.view_memory_content"
 ERASE_PERMISSION = "agentmemory.erase_memory"
+REVIEW_PERMISSION = "agentmemory.review_memory_writes"
+# The verdict buttons' access keys (Alt+digit in Chromium, Alt+Shift in Firefox), in the order shown.
+VERDICT_KEYS = (("1", Verdict.KEEP), ("2", Verdict.NOT_WORTH), ("3", Verdict.SENSITIVE),
+                ("4", Verdict.WRONG_DOCUMENT), ("5", Verdict.WRONG_CONTENT))
 
 
 def can_view_content(request) -> bool:
@@ -390,6 +420,111 @@ class MemoryVersionAdmin(AuditedReads, ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("entries after"))
     def entries_after(self, obj):
         return _entry_list(obj.after)
+
+
+def can_review(request) -> bool:
+    return request.user.is_active and request.user.is_staff and request.user.has_perm(REVIEW_PERMISSION)
+
+
+@admin.register(WriteReview)
+class WriteReviewAdmin(ReadOnlyAdmin):
+    """Verdicts on what the assistant saved: metadata only; the queue and the dashboard are its pages."""
+
+    list_display = ("created_at", "week", "model", "policy_version", "verdict", "staff_username", "notice_open")
+    list_filter = ("verdict", "week", "model", "policy_version")
+    list_per_page = 50
+    fields = list_display
+    readonly_fields = fields
+    change_list_template = "admin/agentmemory/writereview/change_list.html"
+
+    def has_view_permission(self, request, obj=None):
+        return can_review(request)
+
+    def has_module_permission(self, request):
+        return can_review(request) or super().has_module_permission(request)
+
+    def get_urls(self):
+        return [
+            path("queue/", self.admin_site.admin_view(self.queue_view), name="agentmemory_writereview_queue"),
+            path("dashboard/", self.admin_site.admin_view(self.dashboard_view),
+                 name="agentmemory_writereview_dashboard"),
+            *super().get_urls(),
+        ]
+
+    def _week(self, request):
+        chosen = parse_date(str(request.GET.get("week") or request.POST.get("week") or ""))
+        return review.week_of(chosen or timezone.now())
+
+    def queue_view(self, request):
+        if not can_review(request):
+            raise PermissionDenied
+        week = self._week(request)
+        queue_url = f"{reverse('admin:agentmemory_writereview_queue')}?week={week.isoformat()}"
+        if request.method == "POST":
+            if not can_view_content(request):
+                raise PermissionDenied
+            try:
+                review.record_verdict(event_id=int(request.POST.get("change", "0") or 0),
+                                      verdict=request.POST.get("verdict", ""), staff=request.user)
+            except (review.NotSampled, ValueError):
+                self.message_user(request, _("That change can no longer be judged; here is the next one."),
+                                  messages.WARNING)
+            else:
+                self.message_user(request, _("Verdict recorded."), messages.SUCCESS)
+            return HttpResponseRedirect(queue_url)
+        judged, drawn = review.progress(week)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Review what the assistant saved"),
+            "opts": self.model._meta,
+            "week": week,
+            "previous_week": week - timedelta(days=7),
+            "next_week": week + timedelta(days=7),
+            "judged": judged, "drawn": drawn,
+            "can_view_content": can_view_content(request),
+            "item": None,
+        }
+        candidate = review.next_candidate(week) if can_view_content(request) else None
+        if candidate is not None:
+            try:
+                shown = review.item(candidate)
+            except versions.ChangeGone:
+                shown = None
+            if shown is not None:
+                # The read is recorded before the page is sent; no event, no page.
+                record_content_read(request, [candidate.user_id], Viewed.REVIEW,
+                                    targets={document.target: 1 for document in shown.documents})
+                context["item"] = {
+                    "change": shown.change.id,
+                    "created_at": shown.created_at,
+                    "model": candidate.model or _("unknown"),
+                    "policy_version": candidate.policy_version or _("unknown"),
+                    "source": _("The assistant, in a chat turn") if shown.change.conversation_id is not None
+                    else _("The assistant"),
+                    "documents": [{
+                        "name": MemoryType(document.target).label,
+                        "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}
+                                    for entry in document.entries],
+                    } for document in shown.documents],
+                    "verdicts": [{"key": key, "value": verdict.value, "label": verdict.label}
+                                 for key, verdict in VERDICT_KEYS],
+                }
+        return TemplateResponse(request, "admin/agentmemory/writereview/queue.html", context)
+
+    def dashboard_view(self, request):
+        if not can_review(request):
+            raise PermissionDenied
+        order = [verdict.value for _key, verdict in VERDICT_KEYS]
+        rows = [{**row, "verdict_list": [row["verdicts"][value] for value in order]}
+                for row in review.dashboard()["rows"]]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Quality of what the assistant saves"),
+            "opts": self.model._meta,
+            "rows": rows,
+            "verdicts": [(verdict.value, verdict.label) for _key, verdict in VERDICT_KEYS],
+        }
+        return TemplateResponse(request, "admin/agentmemory/writereview/dashboard.html", context)
 
 
 def _entry_list(content: str):

@@ -63,6 +63,11 @@ DEFAULTS = {
     # Dotted path of a callable (messages) -> str that runs one model request
     # for "Tidy up" (`agentmemory.tidy`); "" = the memory page offers no Tidy up.
     "TIDY_MODEL": "",
+    # Support staff's review of what the assistant saved (`agentmemory.review`):
+    # at most this many changes a week are sampled, stratified by model and
+    # policy version, drawn reproducibly from this seed.
+    "REVIEW_SAMPLE_PER_WEEK": 50,
+    "REVIEW_SEED": "agentmemory-review",
 }
 
 
@@ -87,6 +92,8 @@ class MemorySettings:
     erase_chats: str
     gate: bool
     tidy_model: str
+    review_sample_per_week: int = 50
+    review_seed: str = "agentmemory-review"
 
 
 _built: tuple = (None, None)  # (the AGENTMEMORY dict it was built from, its MemorySettings)
@@ -140,4 +147,6 @@ def _build(configured) -> MemorySettings:
         erase_chats=str(values["ERASE_CHATS"] or ""),
         gate=bool(values["GATE"]),
         tidy_model=str(values["TIDY_MODEL"] or ""),
+        review_sample_per_week=int(values["REVIEW_SAMPLE_PER_WEEK"]),
+        review_seed=str(values["REVIEW_SEED"]),
     )

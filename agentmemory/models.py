@@ -96,6 +96,8 @@ class Viewed(models.TextChoices):
     CONVERSATION = "conversation", _("Conversation")
     SEARCH = "search", _("Search of conversations")
     VERSION = "version", _("Memory version")
+    # A change the assistant saved, sampled for support staff's review (`agentmemory.review`).
+    REVIEW = "review", _("Change sampled for review")
 
 
 class SaveMode(models.TextChoices):
@@ -128,6 +130,9 @@ class MemoryPreference(models.Model):
     # an entry's expiry date and phrases such as "until Sunday" are read.
     # "" follows settings.TIME_ZONE (`agentmemory.expiry.time_zone_of`).
     time_zone = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # Whether support staff may sample what the assistant saved for this person
+    # for review (`agentmemory.review`); on by default (docs/privacy.md says why).
+    allow_review = models.BooleanField(default=True, db_default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -169,6 +174,10 @@ class MemoryEvent(models.Model):
     # For outcome "viewed": what kind of thing the staff member read (`Viewed`);
     # `targets` then names the document. Empty for every other event.
     viewed = models.CharField(max_length=16, choices=Viewed.choices, blank=True, default="", db_default="")
+    # For the assistant's batches: the model that staged it and the memory policy
+    # version in force ("" when unknown), for the write-quality figures (`agentmemory.review`).
+    model = models.CharField(_("model"), max_length=100, blank=True, default="", db_default="")
+    policy_version = models.CharField(_("policy version"), max_length=16, blank=True, default="", db_default="")
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
 
     class Meta:
@@ -344,3 +353,60 @@ class IdempotencyKey(models.Model):
 
     def __str__(self):
         return f"Idempotency key {self.pk} of user {self.user_id}"
+
+
+class Verdict(models.TextChoices):
+    """Support staff's one verdict on a change the assistant saved (`WriteReview.verdict`)."""
+
+    KEEP = "keep", _("Worth keeping")
+    NOT_WORTH = "not_worth", _("Should not have been saved")
+    SENSITIVE = "sensitive", _("Secret or sensitive")
+    WRONG_DOCUMENT = "wrong_document", _("Wrong document")
+    WRONG_CONTENT = "wrong_content", _("Wrong content")
+
+
+class WriteReview(models.Model):
+    """Support staff's verdict on one change the assistant saved: metadata only, never content.
+
+    Owned by `agentmemory.review`. `event` is the reviewed change (its audit
+    event; one verdict per change); `week`, `model` and `policy_version` are
+    copied from it so the figures do not move when versions are pruned.
+    A "secret or sensitive" verdict leaves `notice_open` set until the person
+    removes the entry or keeps it from their memory page. Deleted with the
+    person, when they erase their memory, and exported with their data.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_reviews", verbose_name=_("user")
+    )
+    event = models.OneToOneField(MemoryEvent, on_delete=models.CASCADE, related_name="review",
+                                 verbose_name=_("change"))
+    verdict = models.CharField(_("verdict"), max_length=16, choices=Verdict.choices)
+    week = models.DateField(_("week"))
+    model = models.CharField(_("model"), max_length=100, blank=True, default="")
+    policy_version = models.CharField(_("policy version"), max_length=16, blank=True, default="")
+    staff = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+    )
+    staff_username = models.CharField(max_length=150, blank=True, default="")
+    notice_open = models.BooleanField(default=False)
+    created_at = models.DateTimeField(_("reviewed at"), auto_now_add=True)
+
+    class Meta:
+        db_table = "agentmemory_write_review"
+        verbose_name = _("write review")
+        verbose_name_plural = _("write reviews")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["week", "model", "policy_version"], name="agentmemory_review_stratum"),
+                   models.Index(fields=["user", "notice_open"], name="agentmemory_review_notice")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(verdict__in=["keep", "not_worth", "sensitive", "wrong_document", "wrong_content"]),
+                name="agentmemory_review_verdict_valid"),
+        ]
+        permissions = [
+            ("review_memory_writes", _("Can review samples of what the assistant saved")),
+        ]
+
+    def __str__(self):
+        return gettext("Review %(id)s") % {"id": self.pk}

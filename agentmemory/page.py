@@ -13,9 +13,9 @@ from django.shortcuts import render
 from django.utils.formats import get_format
 from django.utils.translation import gettext_lazy, ngettext
 
-from . import importing, passport, preferences, proposals, store, threats, tidy, words
+from . import importing, passport, preferences, proposals, review, store, threats, tidy, words
 from .conf import memory_settings
-from .rules import FULL_PERCENT, WARN_PERCENT
+from .rules import FULL_PERCENT, WARN_PERCENT, Snapshot
 from .selectors import memory_state, page_number, recent_events, source_links
 from .store import MemoryUnavailable
 
@@ -118,7 +118,22 @@ def render_page(
     except MemoryUnavailable:
         use_memory = None  # unknown: the switch is shown without a state
         save_mode_value = None
+    flagged = []
+    if state is not None:
+        try:
+            snapshot = Snapshot(user=state.document("user").entries, memory=state.document("memory").entries)
+            flagged = [{"id": notice.id, "entries": [{"document": words.document_name(target), "text": text}
+                                                     for target, text in notice.entries]}
+                       for notice in review.notices(user_id=request.user.pk, snapshot=snapshot)]
+        except DatabaseError:
+            flagged = []
+    try:
+        allow_review = review.allows_review(user_id=request.user.pk)
+    except DatabaseError:
+        allow_review = None
     context = {
+        "review_notices": flagged,
+        "allow_review": allow_review,
         "state": state,
         "documents": documents,
         "events": history or [],

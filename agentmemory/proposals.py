@@ -36,6 +36,7 @@ from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
 from .rules import TARGETS, MemoryValidationError, Operation, normalize_text, summarize
 from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person
+from .store.events import agent_labels
 
 # How many expired proposals one DELETE statement removes.
 EXPIRE_BATCH = 1000
@@ -151,6 +152,7 @@ def create(
     erasures: int | None = None,
     merged_from: Sequence[Sequence[str]] | None = None,
     imported: str = "",
+    model: str = "",
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
@@ -188,6 +190,7 @@ def create(
             user_id=user_id, actor=Actor.USER if imported else Actor.AGENT, outcome=Outcome.PROPOSED,
             operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions, duration_ms=int((time.monotonic() - started) * 1000),
+            **agent_labels(Actor.AGENT, model),
         )
         if guard is not None:
             guard.record(proposal_id=proposal.pk)
@@ -210,6 +213,7 @@ def commit_and_propose(
     limits: Mapping[str, int] | None = None,
     guard=None,
     erasures: int | None = None,
+    model: str = "",
 ) -> tuple[CommitResult, int]:
     """Commit `keep` and store `ask` as one proposal, in one transaction; return (result, proposal_id).
 
@@ -227,11 +231,11 @@ def commit_and_propose(
             with transaction.atomic():
                 result = commit_operations(
                     user_id=user_id, operations=keep, should_cancel=should_cancel, limits=limits,
-                    origin={"conversation_id": conversation_id, "turn_id": turn_id}, guard=held,
+                    origin={"conversation_id": conversation_id, "turn_id": turn_id, "model": model}, guard=held,
                     erasures=erasures,
                 )
                 proposal_id = create(user_id=user_id, operations=ask, conversation_id=conversation_id,
-                                     turn_id=turn_id, should_cancel=should_cancel, reasons=reasons)
+                                     turn_id=turn_id, should_cancel=should_cancel, reasons=reasons, model=model)
                 if held is not None:
                     guard.record(**held.facts, proposal_id=proposal_id)
             return result, proposal_id

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext_lazy
 
-from . import gate, proposals, provenance, versions, words
+from . import gate, proposals, provenance, review, versions, words
 from .conf import memory_settings
 from .models import SCHEMA_VERSION, MemoryEvent
 from .rules import FULL_PERCENT, TARGETS, TITLES, Usage, usage
@@ -176,7 +176,7 @@ def change_payload(change) -> dict:
     }
 
 
-def export_payload(state: MemoryState, *, exported_at: datetime, proposals=(), changes=()) -> dict:
+def export_payload(state: MemoryState, *, exported_at: datetime, proposals=(), changes=(), reviews=()) -> dict:
     """Return a person's memory as a self-describing export.
 
     The entries can be sent back unchanged as `add` operations to
@@ -202,6 +202,8 @@ def export_payload(state: MemoryState, *, exported_at: datetime, proposals=(), c
         "proposals": [proposal_payload(proposal) for proposal in proposals],
         # Versions (`versions.Change`): memory content too.
         "changes": [change_payload(change) for change in changes],
+        # Support staff's verdicts on changes the assistant saved (`review.export_rows`): no content.
+        "reviews": list(reviews),
     }
 
 
@@ -217,7 +219,8 @@ def person_export(*, user_id, exported_at: datetime) -> dict:
     Raise `store.MemoryUnavailable` when memory cannot be read.
     """
     return export_payload(memory_state(user_id=user_id), exported_at=exported_at,
-                          proposals=proposals.pending(user_id=user_id), changes=versions.changes(user_id=user_id))
+                          proposals=proposals.pending(user_id=user_id), changes=versions.changes(user_id=user_id),
+                          reviews=review.export_rows(user_id=user_id))
 
 
 @dataclass(frozen=True)

@@ -207,8 +207,9 @@ class ChangeDocumentsSerializer(serializers.Serializer):
 class ChangeSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The change's id (its History event): what undo and restore name.")
     created_at = serializers.DateTimeField()
-    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system"],
-                                 help_text="Whose change it was (agent: the assistant in a chat).")
+    by = serializers.ChoiceField(choices=["agent", "user", "staff", "system", "expiry"],
+                                 help_text="Whose change it was (agent: the assistant in a chat; expiry: an entry "
+                                           "removed on the date it was set to expire).")
     kind = serializers.ChoiceField(choices=["change", "undo", "restore"])
     conversation_id = serializers.IntegerField(allow_null=True, help_text="The chat it came from (null once deleted).")
     turn_id = serializers.CharField(allow_blank=True)
@@ -234,6 +235,13 @@ class EraseReceiptSerializer(serializers.Serializer):
     summary = serializers.CharField(help_text="The receipt as one plain sentence.")
 
 
+class ReviewSerializer(serializers.Serializer):
+    change_id = serializers.IntegerField(help_text="The change support staff judged (a change's id, as History's).")
+    verdict = serializers.ChoiceField(choices=["keep", "not_worth", "sensitive", "wrong_document", "wrong_content"])
+    reviewed_at = serializers.DateTimeField()
+    notice_open = serializers.BooleanField(help_text="A sensitive verdict the memory page still asks about.")
+
+
 class ExportSerializer(serializers.Serializer):
     format = serializers.CharField()
     schema_version = serializers.IntegerField()
@@ -243,3 +251,5 @@ class ExportSerializer(serializers.Serializer):
     proposals = ProposalSerializer(many=True, help_text="Pending proposals (ask before saving).")
     changes = ChangeSerializer(many=True, help_text="The kept versions: each change with each document before "
                                "and after it, newest first.")
+    reviews = ReviewSerializer(many=True, help_text="Support staff's verdicts on changes the assistant saved "
+                               "(sampled for review); no content.")

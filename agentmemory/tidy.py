@@ -255,13 +255,13 @@ def _json_lines(text: str) -> list[tuple[str, tuple[int, ...]]] | None:
         return None
     if not isinstance(items, list) or not items or not all(isinstance(item, (dict, str)) for item in items):
         return None
-    lines = []
+    lines: list[tuple[str, tuple[int, ...]]] = []
     for item in items:
+        cited: tuple[int, ...] = ()
         if isinstance(item, str):
-            body, cited = item, ()
+            body = item
         else:
             body = next((item[key] for key in _TEXT_KEYS if isinstance(item.get(key), str)), "")
-            cited = ()
             for key in _CITED_KEYS:
                 value = item.get(key)
                 if isinstance(value, int) and not isinstance(value, bool):

@@ -216,6 +216,9 @@ class MemoryTurn:
         # Where a proposal came from (set by the chat before the commit); no content.
         self.conversation_id: int | None = None
         self.turn_id = ""
+        # The model whose answer staged the batch (set by the chat before the commit), for the
+        # write-quality figures (`agentmemory.review`); "" when unknown.
+        self.model = ""
         # The commit happens once per key; a commit already made under it is replayed, not repeated.
         self.idempotency_key = idempotency_key
         self.replayed = False
@@ -414,7 +417,8 @@ class MemoryTurn:
         ))
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
-                                   origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id},
+                                   origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id,
+                                           "model": self.model},
                                    guard=guard, erasures=self.erasures)
         )
         return await self._decided(worker, event, len(operations),
@@ -428,7 +432,7 @@ class MemoryTurn:
         worker = asyncio.ensure_future(in_worker(
             proposals.create, user_id=self.user_id, operations=operations,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set, guard=guard,
-            reasons=reasons, erasures=self.erasures,
+            reasons=reasons, erasures=self.erasures, model=self.model,
         ))
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
@@ -452,7 +456,7 @@ class MemoryTurn:
             store.commit_watch()(proposals.commit_and_propose), user_id=self.user_id, keep=keep, ask=ask,
             reasons=reasons,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
-            limits=self.limits, guard=guard, erasures=self.erasures,
+            limits=self.limits, guard=guard, erasures=self.erasures, model=self.model,
         ))
 
         async def done(both) -> MemoryOutcome:

@@ -40,7 +40,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.renderers import JSONRenderer
 
-from . import expiry, importing, passport, preferences, proposals, services, store, tidy, versions, words
+from . import expiry, importing, passport, preferences, proposals, review, services, store, tidy, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
 from .conf import memory_settings
 from .forms import (
@@ -271,6 +271,56 @@ def save_mode(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"ok": True, "message": message, "save_mode": value})
     messages.success(request, message)
     return redirect("agentmemory:page")
+
+
+@form_post
+def review_setting(request: HttpRequest) -> HttpResponse:
+    """The person's "support staff may review samples of what the assistant saved" setting."""
+    value = request.POST.get("allow_review", "")
+    if value not in ("0", "1"):
+        return _failed(request, _("Choose whether support staff may review samples: yes or no."), status=400)
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429)
+    try:
+        review.set_allow_review(user_id=request.user.pk, allow=value == "1")
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("review setting change failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503)
+    message = str(REVIEW_ALLOWED if value == "1" else REVIEW_REFUSED)
+    if wants_json(request):
+        return JsonResponse({"ok": True, "message": message, "allow_review": value == "1"})
+    messages.success(request, message)
+    return redirect("agentmemory:page")
+
+
+@form_post
+def review_notice(request: HttpRequest, pk: int) -> HttpResponse:
+    """The person's answer to "Support flagged an entry as possibly sensitive. Remove it?"."""
+    answer = request.POST.get("answer", "")
+    if answer not in ("remove", "keep"):
+        return _failed(request, _("Choose whether to remove the flagged entry or keep it."), status=400)
+    if not _throttle_allows(request):
+        return _failed(request, _throttled_message(), status=429)
+    try:
+        answered = review.answer_notice(user_id=request.user.pk, review_id=pk, remove=answer == "remove")
+    except MemoryValidationError as exc:
+        return _failed(request, words.rule_message(exc.code, target=exc.target, limits=memory_settings().limits),
+                       status=409)
+    except (MemoryUnavailable, DatabaseError):
+        logger.warning("review notice answer failed", extra={"user_id": request.user.pk})
+        return _failed(request, NOT_SAVED, status=503)
+    message = str((NOTICE_REMOVED if answer == "remove" else NOTICE_KEPT) if answered else NOTICE_GONE)
+    if wants_json(request):
+        return JsonResponse({"ok": answered, "message": message})
+    messages.success(request, message)
+    return redirect("agentmemory:page")
+
+
+REVIEW_ALLOWED = gettext_lazy("Support staff may now review samples of what the assistant saves for you.")
+REVIEW_REFUSED = gettext_lazy("Nothing the assistant saves for you will be sampled for review.")
+NOTICE_REMOVED = gettext_lazy("Removed the flagged entry.")
+NOTICE_KEPT = gettext_lazy("Kept the entry; the notice is closed.")
+NOTICE_GONE = gettext_lazy("This notice is already closed.")
 
 
 # What a person reads after a post (translatable; lazy, so pass through str() before JSON or the session).

@@ -79,6 +79,7 @@ _VIEWED = {
     "conversation": gettext_lazy("Support staff viewed one of your conversations"),
     "search": gettext_lazy("Support staff searched conversations, and yours were among the results"),
     "version": gettext_lazy("Support staff viewed an earlier version of your memory"),
+    "review": gettext_lazy("Support staff reviewed an entry"),
 }
 _VIEWED_FOR_STAFF = {
     "memory": gettext_lazy("Viewed the memory"),
@@ -86,6 +87,7 @@ _VIEWED_FOR_STAFF = {
     "conversation": gettext_lazy("Viewed a conversation"),
     "search": gettext_lazy("Searched conversations; this person's were among the results"),
     "version": gettext_lazy("Viewed an earlier version of the memory"),
+    "review": gettext_lazy("Reviewed an entry the assistant saved"),
 }
 # Which documents a staff read showed, in parentheses: as the owner reads it, and as the admin lists it.
 _VIEWED_WHERE = {

@@ -396,6 +396,7 @@ class _Turn:
             if self.memory.staged and self.signed_in is not None and not await in_worker(self.signed_in):
                 raise TurnFailed(SESSION_ENDED, gettext(SESSION_ENDED_MESSAGE),
                                  memory=await self.memory.discard(reason=SESSION_ENDED))
+            self.memory.model = attempt.model  # the model whose answer staged the batch (write-quality figures)
             outcome = await self.memory.commit(cancel_event=self.cancel_event)
             if outcome.code == "cancelled":
                 raise _Cancelled()

@@ -26,6 +26,7 @@ ROUTES = [
     ("put", "/api/memory/settings/", "token"),
     ("post", "/api/memory/proposals/1/save/", "token"),
     ("post", "/api/memory/tidy/", "token"),
+    ("post", "/api/memory/import/", "token"),
     ("post", "/api/eval/turns/", "eval"),
     ("delete", "/api/conversations/", "token"),
     ("delete", "/api/memory/", "token"),

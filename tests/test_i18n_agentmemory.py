@@ -21,8 +21,8 @@ from django.test import Client
 from django.utils import translation
 
 import agentmemory
-from agentmemory import words
-from agentmemory.models import MemoryDocument
+from agentmemory import store, words
+from agentmemory.models import Actor, MemoryDocument
 from agentmemory.rules import MemoryValidationError, Operation, Snapshot, apply_operations
 
 from .memory_helpers import fresh_throttle, seed  # noqa: F401  (fresh_throttle is autouse)
@@ -217,7 +217,13 @@ def test_the_admins_memory_pages_are_german(make_user, user, german):
     document = MemoryDocument.objects.filter(user=user).first()
     pages = ["/admin/agentmemory/memorydocument/", f"/admin/agentmemory/memorydocument/{document.pk}/change/",
              "/admin/agentmemory/memoryevent/", "/admin/agentmemory/memoryversion/",
-             "/admin/agentmemory/memoryproposal/"]
+             "/admin/agentmemory/memoryproposal/", "/admin/agentmemory/writereview/",
+             "/admin/agentmemory/writereview/dashboard/"]
+    # The review queue (issue 40) with a change the assistant saved on it.
+    store.commit_operations(user_id=user.pk, operations=[Operation(target="memory", action="add", content="Uses vim")],
+                            actor=Actor.AGENT, origin={"model": "m"})
+    queue = client.get("/admin/agentmemory/writereview/queue/").content.decode()
+    assert "Ihr Urteil" in queue and untranslated(queue) == []
     for url in pages:
         response = client.get(url)
         assert response.status_code == 200, url

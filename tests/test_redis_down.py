@@ -62,6 +62,8 @@ CALLED = {
     "agentmemory:api-change-undo", "agentmemory:api-change-restore",  # POST: MEMORY_WRITE_RATE
     "agentmemory:api-tidy", "agentmemory:tidy",  # MEMORY_WRITE_RATE and the tidy rate
     "agentmemory:change-undo", "agentmemory:change-restore",
+    "agentmemory:expiry", "agentmemory:import", "agentmemory:import-save", "agentmemory:api-import",
+    "agentmemory:review-setting", "agentmemory:review-notice",
     "ws:ws/chat/",                # the socket: open-socket registry, turn rate and slots
 }
 # Routes that count nothing in the cache (reads, probes, static assets).
@@ -74,6 +76,8 @@ UNCOUNTED = {
     "account", "account-revoke-token", "account-sign-out-everywhere", "api-account-token",
     # The memory page's JavaScript catalogue (translations only; no cache, no database).
     "agentmemory:jsi18n",
+    # An import's review and the Markdown export: reads.
+    "agentmemory:import-review", "agentmemory:export-markdown", "agentmemory:api-export-markdown",
     # The chat page's JavaScript catalogue and the language switch (a cookie; no cache, no database).
     "javascript-catalog", "set_language",
 }
@@ -201,6 +205,18 @@ def test_redis_down_every_throttled_or_counted_http_route_is_served_uncounted(
     # Tidy up, from the API and the page: served uncounted (the offline demo model finds nothing to merge).
     assert outcome(api.post("/api/memory/tidy/", {"target": "memory"}, format="json")) == (409, "nothing_to_tidy")
     assert outcome(page.post("/memory/tidy/", {"target": "memory"}, **JSON))[0] == 409
+
+    # An entry's expiry, an import and its save, the review setting and a review notice's answer.
+    assert outcome(page.post("/memory/expiry/", {"target": "memory", "entry": FACTS[0], "preset": "week"},
+                             **JSON)) == (200,)
+    imported = page.post("/memory/import/", {"text": "- Sails a dinghy on weekends\n- Grows tomatoes"})
+    assert imported.status_code == 302
+    proposal_id = int(imported["Location"].rstrip("/").split("/")[-1])
+    assert page.post(f"/memory/import/{proposal_id}/save/", {}).status_code == 302
+    assert "Grows tomatoes" in store.load_snapshot(user_id=user.pk).user + store.load_snapshot(user_id=user.pk).memory
+    assert outcome(api.post("/api/memory/import/", {"text": "- Bakes sourdough"}, format="json"))[0] in (200, 201)
+    assert outcome(page.post("/memory/review-setting/", {"allow_review": "0"}, **JSON)) == (200,)
+    assert outcome(page.post("/memory/review-notices/999999/", {"answer": "keep"}, **JSON)) == (200,)  # none open
 
     # Erasing, from the page and the API.
     response = page.post("/memory/erase/")

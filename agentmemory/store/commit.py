@@ -53,7 +53,7 @@ from ..rules import (
 from ..telemetry import traced_commit
 from ..workers import in_worker
 from .errors import AlreadyCommitted, CommitCancelled, CommitOutcomeUnknown, is_retryable, outcome_unknown
-from .events import elapsed_ms, event_params, record_event, record_outside
+from .events import agent_labels, elapsed_ms, event_params, record_event, record_outside
 from .locks import lock_owner, lock_wait
 from .outcome import note_written
 from .reads import state_from_rows
@@ -137,11 +137,13 @@ def commit_operations(
     retry_count = 0
     sql = vendor_statements()
     agent = actor == Actor.AGENT
+    # The assistant's batch names its model and the policy in force (`agentmemory.review`'s figures).
+    labels = agent_labels(actor, (origin or {}).get("model"))
 
     def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
         record_event(
             user_id=user_id, actor=actor, outcome=outcome, summary=summary,
-            snapshot=snapshot, retry_count=retry_count, started=started, error_code=error_code,
+            snapshot=snapshot, retry_count=retry_count, started=started, error_code=error_code, **labels,
         )
 
     while True:
@@ -182,7 +184,7 @@ def commit_operations(
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 params = event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
-                    retry_count=retry_count, started=started, error_code="", now=now,
+                    retry_count=retry_count, started=started, error_code="", now=now, **labels,
                 )
                 change_id = None
                 if changed:

@@ -23,6 +23,7 @@ from ..models import (
     MemoryProposal,
     MemoryVersion,
     Outcome,
+    WriteReview,
 )
 from ..rules import parse_document
 from .events import elapsed_ms
@@ -97,6 +98,9 @@ def erase(*, user_id, actor: str = Actor.USER, also: Callable[[object], Mapping[
         }
         # Nothing a running turn staged before this erase may be saved after it: its commit
         # compares the count it read with this one, under the same lock.
+        # Support staff's verdicts on what the assistant saved go too (metadata, not in the receipt):
+        # the figures then no longer count them, and no notice points at an erased entry.
+        WriteReview.objects.filter(user_id=user_id).delete()
         if not MemoryPreference.objects.filter(user_id=user_id).update(erasures=F("erasures") + 1):
             MemoryPreference.objects.create(user_id=user_id, erasures=1)
         if also is not None:
@@ -128,6 +132,7 @@ def lock_owner_for_deletion(*, user_id) -> None:
     # The cascade's own query ran before the lock: delete what a writer wrote since.
     MemoryVersion.objects.filter(user_id=user_id).delete()
     MemoryDocument.objects.filter(user_id=user_id).delete()
+    WriteReview.objects.filter(user_id=user_id).delete()
     MemoryEvent.objects.filter(user_id=user_id).delete()
     MemoryProposal.objects.filter(user_id=user_id).delete()
     MemoryPreference.objects.filter(user_id=user_id).delete()

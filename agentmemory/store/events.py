@@ -22,7 +22,8 @@ from .statements import Statements, vendor_statements
 logger = logging.getLogger("agentmemory.store")
 
 
-def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code=""):
+def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code="",
+                 model="", policy_version=""):
     """Insert one event row in its own statement (the paths outside a commit's cursor)."""
     sql = vendor_statements()
     if not sql.direct_event:
@@ -32,18 +33,20 @@ def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, sta
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
+            model=model, policy_version=policy_version,
         )
         return
     params = event_params(
         sql, owner=sql.owner(user_id), actor=actor, outcome=outcome, summary=summary, snapshot=snapshot,
         retry_count=retry_count, started=started, error_code=error_code, now=sql.now(),
+        model=model, policy_version=policy_version,
     )
     with connection.cursor() as cursor:
         cursor.execute(sql.insert_event, params)
 
 
 def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
-                  error_code, now) -> list:
+                  error_code, now, model="", policy_version="") -> list:
     """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order."""
     if not sql.direct_event:  # the model changed: let every field prepare its own value
         event = MemoryEvent(
@@ -52,6 +55,7 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
+            model=model, policy_version=policy_version,
         )
         return [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
     adapt_json = connection.ops.adapt_json_value
@@ -60,7 +64,7 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),
         document_length(snapshot.user) if snapshot else None,
         document_length(snapshot.memory) if snapshot else None,
-        retry_count, elapsed_ms(started), error_code, None, "", "", now,
+        retry_count, elapsed_ms(started), error_code, None, "", "", model, policy_version, now,
     ]
 
 
@@ -86,12 +90,13 @@ def record_outside(record: Callable[..., None], outcome: str, error_code: str = 
         logger.warning("memory event not recorded", extra={"outcome": outcome})
 
 
-def record_discarded(*, user_id, operations: Sequence[Operation], reason: str) -> None:
+def record_discarded(*, user_id, operations: Sequence[Operation], reason: str, model: str = "") -> None:
     """Record that a turn's staged batch was dropped without a commit."""
     record_outside(
         lambda outcome, snapshot, code: record_event(
             user_id=user_id, actor=Actor.AGENT, outcome=outcome, summary=summarize(operations),
             snapshot=None, retry_count=0, started=time.monotonic(), error_code=code,
+            **agent_labels(Actor.AGENT, model),
         ),
         Outcome.DISCARDED,
         reason,
@@ -100,3 +105,10 @@ def record_discarded(*, user_id, operations: Sequence[Operation], reason: str) -
 
 def elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+def agent_labels(actor, model) -> dict:
+    """The assistant's batch's model and memory policy version, for its event ("" for other actors)."""
+    if actor != Actor.AGENT:
+        return {"model": "", "policy_version": ""}
+    return {"model": str(model or "")[:100], "policy_version": memory_settings().policy_version[:16]}
