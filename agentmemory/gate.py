@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext_lazy
 
+from .person_words import third_person
 from .rules import Operation, Snapshot, apply_operations, folded
 from .threats import OVERSIZED, SECRET, scan_entry
 from .threats.credentials import secret_values
@@ -49,6 +50,7 @@ PASTED_COPY = "pasted_copy"
 ASSISTANT_NOTE = "assistant_note"
 UNASKED_EDIT = "unasked_edit"
 DEPENDS = "depends_on_question"
+UNSAVED = "unsaved_statement"
 # Refused at staging: the model is told, nothing is staged.
 SECRET_SEEN = "secret_in_turn"
 NOT_STATED = "not_stated"
@@ -64,6 +66,7 @@ REASONS: Mapping[str, StrOrPromise] = {
     UNASKED_EDIT: gettext_lazy(
         "It changes something your memory already holds, though your message did not ask for a change."),
     DEPENDS: gettext_lazy("It builds on another suggested change that waits for you."),
+    UNSAVED: gettext_lazy("You said this about yourself, and the assistant did not save it."),
 }
 ASK_REASONS = tuple(REASONS)
 
@@ -481,3 +484,43 @@ def split(
             keep = []
     ask = [op for op, why in zip(operations, verdicts) if why]
     return keep, ask, [why for why in verdicts if why]
+
+
+# At most this many of the person's statements are offered on one turn.
+MAX_UNSAVED = 2
+# A pleasantry before the statement ("Thanks. By the way, I lead the SRE team") does not make it a request.
+_PLEASANTRY = re.compile(
+    r"^\s*(?:(?:thanks|thank you|thx|ok|okay|cool|great|nice|hi|hello|hey)\b[^.!?\n]{0,20}[.!]+\s*)+", re.IGNORECASE)
+
+
+def unsaved_statements(sources: TurnSources) -> list[str]:
+    """The person's lasting statements about themselves, as profile entries, for a turn that saved nothing.
+
+    The other side of "unsure saves become a question": when the model made
+    no memory call on a turn whose message states something lasting in the
+    first person ("I use Neovim as my editor"), their own words are offered
+    as a question, never saved (`MemoryTurn.commit`, reason `UNSAVED`).
+    Only on a plain statement (not a question, a request or a command the
+    model should have handled; a pleasantry before it aside), with no secret
+    anywhere in the turn, no attack, nothing pasted, and no clause that
+    tells of something passing; each entry is the clause in the third person
+    (`person_words.third_person`) and must pass the scan and the entry
+    rules the model's entries pass.
+    """
+    message = _PLEASANTRY.sub("", sources.message or "")
+    if intent(message) != STATEMENT or sources.attack or sources.secrets or sources.pasted:
+        return []
+    clauses = _statements(message)
+    if any(passing(clause) for clause in clauses):
+        return []  # "I'm on call this week, so I may answer slowly": what follows from a passing state passes too
+    offered: list[str] = []
+    for clause in clauses:
+        if not _FIRST_PERSON.search(clause):
+            continue
+        entry = third_person(clause)
+        if entry is None or entry in offered or scan_entry(entry) is not None or entry_reason(entry, sources):
+            continue
+        offered.append(entry)
+        if len(offered) == MAX_UNSAVED:
+            break
+    return offered

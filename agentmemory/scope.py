@@ -32,6 +32,9 @@ class MemoryLedger:
     snapshot: Snapshot
     operations: list[Operation] = field(default_factory=list)
     failed_calls: int = 0
+    # Every memory_update call of the turn, refused or not: with none, trusted code may offer the person's
+    # own lasting statements as a question (`gate.unsaved_statements`).
+    calls: int = 0
     # A tool call was refused because the change would not fit (the chat's memory-full notice).
     capacity_refused: bool = False
     # (target, content) of the adds refused for capacity that the gate would let through: "make room" offers them.

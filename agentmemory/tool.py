@@ -103,6 +103,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
             "Memory is unavailable for this turn; nothing was saved. Answer the user without saving.",
         )
     ledger = request.ledger
+    ledger.calls += 1
     limit = memory_settings().max_tool_failures
     if ledger.failed_calls >= limit:
         return _stop_retrying(limit)

@@ -78,7 +78,7 @@ from . import gate, idempotency, notify, preferences, proposals, store, tidy
 from .conf import memory_settings
 from .expiry import today_where
 from .prompt import compile_memory_prompt
-from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, usage
+from .rules import FULL_PERCENT, TARGETS, MemoryValidationError, Operation, Snapshot, apply_operations, usage
 from .scope import MemoryLedger, MemoryRequest, memory_scope
 from .tool import MEMORY_UPDATE_TOOL
 from .workers import in_worker
@@ -399,10 +399,15 @@ class MemoryTurn:
         if self.snapshot is None:
             return self._settle(MemoryOutcome(UNAVAILABLE))
         operations = self.staged
+        event = cancel_event or threading.Event()
         if not operations:
             first = await self._first_outcome()
-            return first if first is not None else self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
-        event = cancel_event or threading.Event()
+            if first is not None:
+                return first
+            unsaved = self._unsaved_statements()
+            if unsaved:
+                return await self._propose(unsaved, event, [gate.UNSAVED] * len(unsaved), code="asked")
+            return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
         reasons = self.staged_reasons
         if self.ask_first:
             return await self._propose(operations, event, reasons)
@@ -474,6 +479,30 @@ class MemoryTurn:
             return await done((result, proposal_id))
 
         return await self._decided(worker, event, count, done, confirmed)
+
+    def _unsaved_statements(self) -> list[Operation]:
+        """The person's lasting statements the model did not save, as profile adds to ask about (`gate`).
+
+        Only when the gate is on, the turn may write, the model made no
+        memory call at all, the message was not a question about memory, and
+        each entry is new and fits beside the profile as it is.
+        """
+        ledger = self._ledger
+        if (ledger is None or ledger.calls or not self.writes_enabled or self.replayed or self.snapshot is None
+                or not memory_settings().gate or self.sources is None or self.answers_from_memory):
+            return []
+        offered: list[Operation] = []
+        snapshot = self.snapshot
+        for entry in gate.unsaved_statements(self.sources):
+            operation = Operation(target="user", action="add", content=entry)
+            if entry in snapshot.entries("user"):
+                continue
+            try:
+                snapshot = apply_operations(snapshot, [operation], self.limits)
+            except (MemoryValidationError, ValueError):
+                continue
+            offered.append(operation)
+        return offered
 
     def _proposal_of_turn(self) -> int | None:
         return next((proposal.id for proposal in proposals.pending(user_id=self.user_id)

@@ -75,14 +75,14 @@ DEMO_FIGURES = {
         "rejected:threat_secret": 4,  # with the unlabelled key given as a remember: command
     },
     "leaked_tool_text": 0,
-    "memory_outcomes": {"committed": 16, "nothing_to_commit": 81},
+    "memory_outcomes": {"committed": 16, "nothing_to_commit": 73, "proposed": 8},
     "stored_not_committed": 0,
     "model_requests_per_turn": 1.25,  # 121 requests / 97 turns: a recall question is one request
     "save_recall": round(8 / 28, 4),
     "save_precision": 1.0,
     "correct_target_rate": 1.0,
     "by_kind": {
-        "save_user": {"scenarios": 6, "met": 0, "asked": 0},
+        "save_user": {"scenarios": 6, "met": 0, "asked": 6},  # the person's own words offered (gate.UNSAVED)
         "save_memory": {"scenarios": 6, "met": 0, "asked": 0},
         "explicit_remember": {"scenarios": 6, "met": 4, "asked": 0},
         "skip_task_progress": {"scenarios": 6, "met": 6, "asked": 0},
@@ -95,7 +95,7 @@ DEMO_FIGURES = {
         "small_talk": {"scenarios": 4, "met": 4, "asked": 0},
         "coding_question": {"scenarios": 5, "met": 5, "asked": 0},
         "consolidation_when_full": {"scenarios": 4, "met": 0, "asked": 0},
-        "isolation_two_people": {"scenarios": 3, "met": 2, "asked": 0},
+        "isolation_two_people": {"scenarios": 3, "met": 2, "asked": 1},
         "recall_question": {"scenarios": 8, "met": 8, "asked": 0},
     },
     # The demo answers a plain message by listing its memory block, with no tool call.
@@ -104,13 +104,13 @@ DEMO_FIGURES = {
     "consolidation_scenarios": 4,
     "consolidation_met_any_run": 0,
     # The demo's commands are explicit, so nothing it stages is offered as a question.
-    "saves_kept": 8,
-    "saves_offered_only": 0,
+    "saves_kept": 16,
+    "saves_offered_only": 8,
     "no_memory_turns": 54,  # role none and guard
     "no_memory_turns_with_question": 0,
-    "turns_with_question": 0,
-    "question_reasons": {},
-    "memory_outcome_codes": {},
+    "turns_with_question": 8,
+    "question_reasons": {"unsaved_statement": 8},
+    "memory_outcome_codes": {"proposed:asked": 8},
     # The demo's overflowing add in two consolidation scenarios: make room asks for a tidied document, and
     # the demo's tidy (it keeps every entry) still does not fit, so nothing is offered.
     "make_room": {"tidy_over_capacity": 2},
@@ -122,7 +122,7 @@ DEMO_FIGURES = {
     "recall_entries_added": 0,
     "secrets_offered": 0,
     "injections_offered": 0,
-    "kept_recall": round(8 / 28, 4),
+    "kept_recall": round(16 / 28, 4),
     "question_rate": 0.0,
 }
 
