@@ -59,6 +59,8 @@ EXPECTED_OPERATIONS = {
     "GET /api/conversations/{id}/messages/",
     "GET /api/memory/",
     "GET /api/memory/settings/",
+    "GET /api/memory/export/markdown/",
+    "POST /api/memory/import/",
     "PUT /api/memory/settings/",
     "GET /api/memory/proposals/",
     "GET /api/memory/proposals/{id}/",
