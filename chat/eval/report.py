@@ -222,6 +222,39 @@ How to read the figures:
   model request of a turn with empty memory, as sent on the wire; tokens are an
   estimate (chars/4), the turn API does not report token usage.
 - Latency is per turn, wall clock, as the caller of `run_turn` sees it.
+
+## In production: sampled review and write-quality figures
+
+`make eval` measures curation on scenarios we wrote; production has other
+people, models and prompts. Support staff holding
+`review_memory_writes` (and `view_memory_content`) judge a sample of the
+changes the assistant committed, one at a time, in the admin's review
+queue (Write reviews → Review queue): worth keeping, should not have been
+saved, secret or sensitive, wrong document, or wrong content (keys
+1–5). The sample of a week (Monday to Sunday, UTC) is at most
+`REVIEW_SAMPLE_PER_WEEK` changes, stratified by (model, policy version)
+with equal shares, so a small model or a policy on trial gets as many
+reviews as the big one; it is a seeded shuffle per stratum
+(`REVIEW_SEED`), reproducible from its seed. Who is sampled, and what the
+person sees, is in [privacy.md](privacy.md#review-of-what-the-assistant-saved).
+
+Every batch of the assistant's now records its model and the memory policy
+version in force on its audit event (`MemoryEvent.model`,
+`policy_version`). The dashboard (Write reviews → Write-quality dashboard)
+and `manage.py memory_review_dashboard [--week YYYY-MM-DD]` (JSON) give,
+per week, model and policy version:
+
+- the verdict counts, and **save precision**: "worth keeping" among the
+  judged, with its 95 % Wilson score interval (8 of 10 gives 0.80,
+  0.4902–0.9433; `tests/test_write_review.py` checks it against a fixture);
+- from the assistant's events (committed, unchanged, rejected, proposed),
+  the **over-capacity rate** (rejected `over_capacity`), the **duplicate
+  rate** (a batch that changed nothing, or a replace refused as
+  `replace_duplicate`) and the **question rate** (outcome `proposed`: the
+  gate or the person's "ask before saving" diverted it to a question).
+
+No content appears in either. Events written before this change carry no
+model or policy version and count under "—".
 """
 
 
