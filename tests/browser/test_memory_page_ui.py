@@ -92,7 +92,7 @@ def test_add_correct_and_remove_succeed_in_place(new_context, size):
     expect(page.locator("#add-memory")).to_have_value("")
 
     entry = page.locator("#document-memory .memory-entry").first
-    entry.locator("summary").click()
+    entry.locator("details[id^=correct-] > summary").click()
     entry.get_by_label("Corrected entry").fill("Deploys happen on Thursdays")
     entry.get_by_role("button", name="Save correction").click()
     expect(page.locator(".memory-messages")).to_have_text("Corrected.")
@@ -150,7 +150,8 @@ def test_a_live_refresh_keeps_the_scroll_position_and_the_focus(new_context):
     mark_document(page)
 
     # Focus a control far down the page, without typing.
-    focus_target = page.locator("#document-memory .memory-entry").nth(10).locator("summary")
+    correct = "details[id^=correct-] > summary"  # an entry's Correct disclosure (its Expiry one has a summary too)
+    focus_target = page.locator("#document-memory .memory-entry").nth(10).locator(correct)
     focus_target.focus()
     focus_target.scroll_into_view_if_needed()
     page.mouse.wheel(0, 150)
@@ -167,7 +168,7 @@ def test_a_live_refresh_keeps_the_scroll_position_and_the_focus(new_context):
     expect(page.locator("#document-memory .memory-entry-text").last).to_have_text("A note added from elsewhere")
     assert same_document(page), "refreshed in place, not reloaded"
     assert abs(page.evaluate("window.scrollY") - before) <= 2
-    expect(page.locator("#document-memory .memory-entry").nth(10).locator("summary")).to_be_focused()
+    expect(page.locator("#document-memory .memory-entry").nth(10).locator(correct)).to_be_focused()
 
 
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
