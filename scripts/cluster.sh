@@ -72,7 +72,9 @@ install_packages() {
     # Debian 12 ships the server as etcd-server; older releases as etcd. A fresh machine has no package
     # lists yet, so apt-cache knows neither: read them first, or etcd-server looks missing.
     [ "$(id -u)" -ne 0 ] || has_package_lists || apt-get update -q >/dev/null
-    if apt-cache policy etcd-server 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    # grep without -q reads its whole input: under pipefail, -q's early exit can kill the writer with
+    # SIGPIPE and fail the pipeline on a match (CI once picked the missing 'etcd' package that way).
+    if apt-cache policy etcd-server 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; then
       missing+=(etcd-server); else missing+=(etcd); fi
     services+=(etcd)
   fi
@@ -123,7 +125,7 @@ alive() {  # alive NAME: its recorded pid runs and is still the process we start
   [ -f "$file" ] || return 1
   pid=$(sed -n 1p "$file"); match=$(sed -n 2p "$file")
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$match"
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F -- "$match" >/dev/null
 }
 
 wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
@@ -157,7 +159,7 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-redis_replica_online() { redis-cli -p "$REDIS_MASTER_PORT" info replication | grep -q 'connected_slaves:1'; }
+redis_replica_online() { redis-cli -p "$REDIS_MASTER_PORT" info replication | grep 'connected_slaves:1' >/dev/null; }
 
 secret() { "$PY" -c 'import secrets; print(secrets.token_urlsafe(24))'; }
 
@@ -383,7 +385,7 @@ stop_postgres() {  # a postmaster left behind by a killed Patroni: by its own po
   local node=$1 data="$CLUSTER_DIR/$1/data" pid
   [ -f "$data/postmaster.pid" ] || return 0
   pid=$(head -1 "$data/postmaster.pid")
-  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$data" || return 0
+  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F -- "$data" >/dev/null || return 0
   log "PostgreSQL of $node ($pid) outlived Patroni: fast shutdown"
   kill -INT "$pid" 2>/dev/null || true
   for _ in $(seq 1 40); do [ -d "/proc/$pid" ] || return 0; sleep 0.5; done
