@@ -523,26 +523,48 @@ def test_other_sqlite_errors_are_not_retryable(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_locked_sqlite_database_is_retried_end_to_end(make_user, settings):
+def test_locked_sqlite_database_is_retried_end_to_end(make_user, settings, monkeypatch):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's own lock; PostgreSQL has the deadlock tests above")
+    from agentmemory.store import commit as commit_module
+
     user = make_user("carol")
     # The commit's lock wait is bounded (COMMIT_LOCK_TIMEOUT_SECONDS): fail at once here.
-    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.5, "COMMIT_LOCK_TIMEOUT_SECONDS": 0.001}
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "RETRY_BACKOFF_SECONDS": 0.01, "COMMIT_LOCK_TIMEOUT_SECONDS": 0.001}
     holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    # The first attempt's BEGIN IMMEDIATE fails at once ("database is locked");
-    # the lock goes after 20 ms, well inside the first backoff (0.5-1 s).
-    release = threading.Timer(0.02, holder.execute, args=("ROLLBACK",))
-    release.start()
+    backoffs = []
+
+    def release_then_sleep(seconds):
+        # The store backs off only after an attempt was refused with "database is
+        # locked": the lock goes then, and not on a timer, so the test holds on
+        # a loaded machine too.
+        backoffs.append(seconds)
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
+        time.sleep(seconds)
+
+    monkeypatch.setattr(commit_module, "time", _TimeWithSleep(release_then_sleep))
     try:
         result = store.commit_operations(user_id=user.pk, operations=[add("fact")])
     finally:
-        release.join()
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")
         holder.close()
         connection.close()
-    assert result.retry_count >= 1
+    assert len(backoffs) == 1
+    assert result.retry_count == 1
     assert store.load_snapshot(user_id=user.pk) == Snapshot(memory=("fact",))
+
+
+class _TimeWithSleep:
+    """The time module, with sleep replaced (the store calls time.sleep between attempts)."""
+
+    def __init__(self, sleep):
+        self.sleep = sleep
+
+    def __getattr__(self, name):
+        return getattr(time, name)
 
 
 # --- concurrent writers -------------------------------------------------------------
