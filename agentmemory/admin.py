@@ -59,6 +59,7 @@ from .models import (
     MemoryType,
     MemoryVersion,
     Outcome,
+    SourceIntent,
     Verdict,
     Viewed,
     WriteReview,
@@ -501,6 +502,9 @@ class WriteReviewAdmin(ReadOnlyAdmin):
                     "policy_version": candidate.policy_version or _("unknown"),
                     "source": _("The assistant, in a chat turn") if shown.change.conversation_id is not None
                     else _("The assistant"),
+                    # The source message's role in the turn, never its words (nor the conversation).
+                    "source_intent": SourceIntent(shown.source_intent).label if shown.source_intent
+                    else _("unknown"),
                     "documents": [{
                         "name": MemoryType(document.target).label,
                         "entries": [{"kind": entry.kind, "before": entry.before, "after": entry.after}

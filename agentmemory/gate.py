@@ -246,7 +246,7 @@ class TurnSources:
         secrets: list[str] = []
         for message in messages:
             role = str(message.get("role") or "")
-            text = _text(message.get("content"))
+            text = message_text(message.get("content"))
             if role in ("user", "tool", "function"):
                 for value in (*secret_values(text), *_loose_secrets(text)):
                     if len(value) >= MIN_FRAGMENT and value not in secrets:
@@ -258,7 +258,8 @@ class TurnSources:
                    attack=carries_attack(latest))
 
 
-def _text(content: object) -> str:
+def message_text(content: object) -> str:
+    """A message's text: its string, or its text parts joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):  # content parts: [{"type": "text", "text": ...}]

@@ -100,6 +100,23 @@ class Viewed(models.TextChoices):
     REVIEW = "review", _("Change sampled for review")
 
 
+class SourceIntent(models.TextChoices):
+    """What the person's latest message in the turn did (`gate.intent`), for an assistant's batch.
+
+    The source message's role in the turn, never its words: support staff's
+    review (`agentmemory.review`) shows it beside the change instead of the
+    conversation. "" for batches of other actors.
+    """
+
+    EXPLICIT = "explicit", _("Asked the assistant to remember something")
+    FORGET = "forget", _("Asked the assistant to forget something")
+    CORRECT = "correct", _("Corrected something")
+    STATEMENT = "statement", _("Said something, without asking to remember it")
+    QUESTION = "question", _("Asked a question")
+    REQUEST = "request", _("Asked for help with a task")
+    UNKNOWN = "unknown", _("Not known (no message was given)")
+
+
 class SaveMode(models.TextChoices):
     AUTO = "auto", _("Save changes automatically")
     ASK = "ask", _("Ask me before saving")
@@ -178,6 +195,9 @@ class MemoryEvent(models.Model):
     # version in force ("" when unknown), for the write-quality figures (`agentmemory.review`).
     model = models.CharField(_("model"), max_length=100, blank=True, default="", db_default="")
     policy_version = models.CharField(_("policy version"), max_length=16, blank=True, default="", db_default="")
+    # For the assistant's batches: what the person's message in the turn did (`SourceIntent`), never its words.
+    source_intent = models.CharField(_("source message"), max_length=16, choices=SourceIntent.choices, blank=True,
+                                     default="", db_default="")
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
 
     class Meta:

@@ -214,6 +214,7 @@ def commit_and_propose(
     guard=None,
     erasures: int | None = None,
     model: str = "",
+    source_intent: str = "",
 ) -> tuple[CommitResult, int]:
     """Commit `keep` and store `ask` as one proposal, in one transaction; return (result, proposal_id).
 
@@ -231,7 +232,8 @@ def commit_and_propose(
             with transaction.atomic():
                 result = commit_operations(
                     user_id=user_id, operations=keep, should_cancel=should_cancel, limits=limits,
-                    origin={"conversation_id": conversation_id, "turn_id": turn_id, "model": model}, guard=held,
+                    origin={"conversation_id": conversation_id, "turn_id": turn_id, "model": model,
+                            "source_intent": source_intent}, guard=held,
                     erasures=erasures,
                 )
                 proposal_id = create(user_id=user_id, operations=ask, conversation_id=conversation_id,

@@ -150,6 +150,8 @@ class Item:
     candidate: Candidate
     change: versions.Change
     created_at: datetime
+    # What the person's message in the turn did (`SourceIntent`), "" when not recorded; never its words.
+    source_intent: str = ""
 
     @property
     def documents(self):
@@ -159,7 +161,8 @@ class Item:
 def item(candidate: Candidate) -> Item:
     """Read one sampled change's versions (memory content: for staff holding the content permission)."""
     change = versions.change(user_id=candidate.user_id, change_id=candidate.event_id)
-    return Item(candidate=candidate, change=change, created_at=change.created_at)
+    intent = MemoryEvent.objects.values_list("source_intent", flat=True).get(pk=candidate.event_id)
+    return Item(candidate=candidate, change=change, created_at=change.created_at, source_intent=intent)
 
 
 def eligible(event_id: int) -> Candidate:

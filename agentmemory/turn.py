@@ -312,6 +312,13 @@ class MemoryTurn:
             self._sources = gate.TurnSources.from_messages(self._heard)
         return self._sources
 
+    def _source_intent(self) -> str:
+        """What the person's latest message did (`gate.intent`), for the commit's event; never its words."""
+        if self._sources is not None:
+            return self._sources.intent
+        latest = next((m for m in reversed(self._heard or []) if m.get("role") == "user"), None)
+        return gate.intent(gate.message_text(latest.get("content"))) if latest is not None else gate.UNKNOWN
+
     # --- what the model is offered ----------------------------------------------------
 
     @property
@@ -423,7 +430,7 @@ class MemoryTurn:
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
                                    origin={"conversation_id": self.conversation_id, "turn_id": self.turn_id,
-                                           "model": self.model},
+                                           "model": self.model, "source_intent": self._source_intent()},
                                    guard=guard, erasures=self.erasures)
         )
         return await self._decided(worker, event, len(operations),
@@ -462,6 +469,7 @@ class MemoryTurn:
             reasons=reasons,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
             limits=self.limits, guard=guard, erasures=self.erasures, model=self.model,
+            source_intent=self._source_intent(),
         ))
 
         async def done(both) -> MemoryOutcome:

@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from agentmemory import gate, proposals
-from agentmemory.models import MemoryProposal
+from agentmemory.models import MemoryEvent, MemoryProposal
 from agentmemory.rules import Snapshot
 from chat.turns import TurnFailed, run_turn
 from tests.chat_helpers import aseed, db, fresh_agents, snapshot_of  # noqa: F401
@@ -41,6 +41,11 @@ def tool_reply(server, request: int = 1) -> dict:
 
 async def pending(user):
     return await db(proposals.pending, user_id=user.pk)
+
+
+async def source_intent(change_id) -> str:
+    """What the commit's event says the person's message did (issue 40's review shows it)."""
+    return await db(lambda: MemoryEvent.objects.values_list("source_intent", flat=True).get(pk=change_id))
 
 
 # --- no secret is ever stored ------------------------------------------------------------------
@@ -129,6 +134,7 @@ async def test_an_explicit_command_is_never_diverted(user, scripted_model):
     result = await run_turn(user=user, content="remember: I'm currently migrating the billing service to Go")
 
     assert result.memory.status == "committed" and result.memory.proposal_id is None
+    assert await source_intent(result.memory.change_id) == "explicit"
     assert (await snapshot_of(user)).memory == ("Currently migrating the billing service to Go",)
 
 
@@ -159,6 +165,7 @@ async def test_a_correction_the_person_asked_for_commits(user, scripted_model):
     result = await run_turn(user=user, content="Actually I write services in Rust now.")
 
     assert result.memory.status == "committed" and result.memory.proposal_id is None
+    assert await source_intent(result.memory.change_id) == "correct"
     assert (await snapshot_of(user)).user == ("Writes services in Rust",)
 
 
@@ -182,6 +189,7 @@ async def test_part_doubted_commits_the_rest_and_proposes_the_doubt_in_one_turn(
 
     assert result.memory.status == "committed" and result.memory.code == "partly_asked"
     assert result.memory.change_id is not None and result.memory.proposal_id is not None
+    assert await source_intent(result.memory.change_id) == "statement"
     assert (await snapshot_of(user)).memory == ("Deploys happen on Fridays",)
     (proposal,) = await pending(user)
     assert [op.content for op in proposal.operations] == ["Currently fixing the flaky deploy test"]
@@ -218,6 +226,7 @@ async def test_with_the_gate_off_the_change_commits(user, scripted_model, settin
     result = await run_turn(user=user, content="I'm fixing the login bug.")
 
     assert result.memory.status == "committed"
+    assert await source_intent(result.memory.change_id) == "statement"  # read without the gate's sources too
     assert (await snapshot_of(user)).memory == ("Currently fixing the login bug",)
 
 

@@ -29,10 +29,11 @@ CONTENT = ("agentmemory", "view_memory_content")
 SECRET = "Plover-4471"
 
 
-def agent_saves(person, text, *, model="model-a", target="memory") -> int:
+def agent_saves(person, text, *, model="model-a", target="memory", source_intent="explicit") -> int:
     result = store.commit_operations(user_id=person.pk, operations=[Operation(target=target, action="add",
                                                                               content=text)],
-                                     actor=Actor.AGENT, origin={"conversation_id": 7, "turn_id": "t", "model": model})
+                                     actor=Actor.AGENT, origin={"conversation_id": 7, "turn_id": "t", "model": model,
+                                                                "source_intent": source_intent})
     return result.change_id
 
 
@@ -47,6 +48,17 @@ def test_the_assistants_batches_name_their_model_and_policy(user):
                      MemoryEvent.objects.filter(user=user, actor=Actor.USER).get())
     assert (agent.model, agent.policy_version) == ("model-a", memory_settings().policy_version)
     assert (person.model, person.policy_version) == ("", "")
+    # The source message's role in the turn, a code and never words; only for the assistant's batches.
+    assert (agent.source_intent, person.source_intent) == ("explicit", "")
+    forged = agent_saves(user, "Plays chess", source_intent="remember: Plays chess")
+    assert MemoryEvent.objects.get(pk=forged).source_intent == ""
+
+
+def test_the_queue_shows_the_source_messages_role_and_not_its_words(user, make_user):
+    agent_saves(user, "Works in Lisbon", source_intent="statement")
+    _, judge = staff_client(make_user, "judge", REVIEW, CONTENT)
+    shown = judge.get(QUEUE).content.decode()
+    assert "<dt>The person's message</dt><dd>Said something, without asking to remember it</dd>" in shown
 
 
 def test_only_the_assistants_changes_of_people_who_allow_review_are_sampled(user, other_user, make_user):

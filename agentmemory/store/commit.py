@@ -138,7 +138,7 @@ def commit_operations(
     sql = vendor_statements()
     agent = actor == Actor.AGENT
     # The assistant's batch names its model and the policy in force (`agentmemory.review`'s figures).
-    labels = agent_labels(actor, (origin or {}).get("model"))
+    labels = agent_labels(actor, (origin or {}).get("model"), (origin or {}).get("source_intent", ""))
 
     def record(outcome: str, snapshot: Snapshot | None = None, error_code: str = "") -> None:
         record_event(

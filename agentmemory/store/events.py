@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from django.db import connection
 
 from ..conf import memory_settings
-from ..models import Actor, MemoryEvent, Outcome
+from ..models import Actor, MemoryEvent, Outcome, SourceIntent
 from ..rules import Operation, document_length, summarize
 from .locks import bounded_wait
 from .statements import Statements, vendor_statements
@@ -23,7 +23,7 @@ logger = logging.getLogger("agentmemory.store")
 
 
 def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, started, error_code="",
-                 model="", policy_version=""):
+                 model="", policy_version="", source_intent=""):
     """Insert one event row in its own statement (the paths outside a commit's cursor)."""
     sql = vendor_statements()
     if not sql.direct_event:
@@ -33,20 +33,20 @@ def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, sta
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
-            model=model, policy_version=policy_version,
+            model=model, policy_version=policy_version, source_intent=source_intent,
         )
         return
     params = event_params(
         sql, owner=sql.owner(user_id), actor=actor, outcome=outcome, summary=summary, snapshot=snapshot,
         retry_count=retry_count, started=started, error_code=error_code, now=sql.now(),
-        model=model, policy_version=policy_version,
+        model=model, policy_version=policy_version, source_intent=source_intent,
     )
     with connection.cursor() as cursor:
         cursor.execute(sql.insert_event, params)
 
 
 def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
-                  error_code, now, model="", policy_version="") -> list:
+                  error_code, now, model="", policy_version="", source_intent="") -> list:
     """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order."""
     if not sql.direct_event:  # the model changed: let every field prepare its own value
         event = MemoryEvent(
@@ -55,7 +55,7 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
             user_characters=document_length(snapshot.user) if snapshot else None,
             memory_characters=document_length(snapshot.memory) if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
-            model=model, policy_version=policy_version,
+            model=model, policy_version=policy_version, source_intent=source_intent,
         )
         return [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
     adapt_json = connection.ops.adapt_json_value
@@ -64,7 +64,7 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),
         document_length(snapshot.user) if snapshot else None,
         document_length(snapshot.memory) if snapshot else None,
-        retry_count, elapsed_ms(started), error_code, None, "", "", model, policy_version, now,
+        retry_count, elapsed_ms(started), error_code, None, "", "", model, policy_version, source_intent, now,
     ]
 
 
@@ -107,8 +107,12 @@ def elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def agent_labels(actor, model) -> dict:
-    """The assistant's batch's model and memory policy version, for its event ("" for other actors)."""
+def agent_labels(actor, model, source_intent="") -> dict:
+    """The assistant's batch's model, memory policy version and source message's intent, for its event.
+
+    All "" for other actors; an intent that is not a `SourceIntent` is recorded as "" (never free text).
+    """
     if actor != Actor.AGENT:
-        return {"model": "", "policy_version": ""}
-    return {"model": str(model or "")[:100], "policy_version": memory_settings().policy_version[:16]}
+        return {"model": "", "policy_version": "", "source_intent": ""}
+    return {"model": str(model or "")[:100], "policy_version": memory_settings().policy_version[:16],
+            "source_intent": source_intent if source_intent in SourceIntent.values else ""}

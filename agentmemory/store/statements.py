@@ -71,7 +71,7 @@ class Row:
 _EVENT_COLUMNS = (
     "user", "actor", "outcome", "operation_count", "targets", "actions", "user_characters",
     "memory_characters", "retry_count", "duration_ms", "error_code", "staff", "staff_username", "viewed",
-    "model", "policy_version", "created_at",
+    "model", "policy_version", "source_intent", "created_at",
 )
 
 
