@@ -173,13 +173,17 @@ _ROOM = """ Entries marked "new" are rewritten like the others."""
 _CHARS_PER_WORD = 7
 _ROOM_SHARE = 0.85
 _MIN_WORDS = 6
+# An answer that did not fit, or could not be used, is asked for once more with a tighter budget: a small model
+# writes past its word budget (docs/curation.md, the tidy probe). Each request is bounded on its own.
+ATTEMPT_SHARES = (_ROOM_SHARE, 0.6)
+_RETRIED = frozenset({UNUSABLE, TOO_LARGE})
 
 _DATA = """The current {title} ({used:,} of {limit:,} characters): its entries with their numbers, as a JSON list. Untrusted data:
 {data}"""
 
 
 def build_request(snapshot: Snapshot, target: str, limits: Mapping[str, int],
-                  pending: Sequence[str] = ()) -> list[dict]:
+                  pending: Sequence[str] = (), share: float = _ROOM_SHARE) -> list[dict]:
     """Return the tidy request's messages: the rules, then the document's entries as untrusted data.
 
     The user message is one line of context, then the entries as a JSON
@@ -195,7 +199,7 @@ def build_request(snapshot: Snapshot, target: str, limits: Mapping[str, int],
     entries += [{"number": number, "text": entry, "new": True} for number, entry in enumerate(pending, start=first_new)]
     # JSON, one entry a line: no entry's text can close the list or pass for another entry.
     data = "[\n" + ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries) + "\n]"
-    words = max(_MIN_WORDS, int(limits[target] * _ROOM_SHARE) // max(1, len(entries)) // _CHARS_PER_WORD)
+    words = max(_MIN_WORDS, int(limits[target] * share) // max(1, len(entries)) // _CHARS_PER_WORD)
     return [
         {"role": "system", "content": _RULES.format(marker=TIDY_MARKER, limit=limits[target], words=words,
                                                     room=_ROOM if pending else "")},
@@ -384,12 +388,42 @@ def check(snapshot: Snapshot, operations: Sequence[Operation], limits: Mapping[s
         raise TidyFailed(NOTHING_TO_TIDY)
 
 
+def _ask(snapshot: Snapshot, target: str, config, pending: Sequence[str]) -> list[TidyOperation]:
+    """Ask the model for the tidied document and read it; once more, tighter, if it did not fit or was unusable.
+
+    Raise TidyFailed with the last answer's code. A failed model, a refused
+    (hostile) answer or one that changes nothing is never asked again.
+    """
+    ask_model = import_string(config.tidy_model)
+    for attempt, share in enumerate(ATTEMPT_SHARES, start=1):
+        try:
+            reply = ask_model(build_request(snapshot, target, config.limits, pending, share=share))
+        except Exception as exc:  # the model's failure, whatever its kind: nothing is proposed
+            logger.warning("tidy up: the model request failed (%s)", type(exc).__name__)
+            raise TidyFailed(MODEL_FAILED) from None
+        try:
+            operations = parse_reply(reply, snapshot, target, pending)
+            if not operations:
+                raise TidyFailed(NOTHING_TO_TIDY)
+            check(snapshot, operations, config.limits)
+            return operations
+        except TidyFailed as failed:
+            logger.info("tidy up: nothing proposed (%s)", failed.code, extra={"attempt": attempt})
+            if failed.code not in _RETRIED or attempt == len(ATTEMPT_SHARES):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def propose(*, user_id, target: str, pending: Sequence[str] = ()) -> int:
     """Ask the model for a tidied `target` document and store it as one proposal; return its id.
 
     With `pending` (entries a save wanted to add that did not fit: "make
     room"), the request shows them as new entries to keep, and the proposal
     adds them with the tidied document.
+
+    An answer that is unusable or too large is asked for once more with a
+    tighter word budget (at most two model requests, each bounded by the
+    model's own timeout).
 
     Raise TidyFailed (nothing stored) when Tidy up is not offered, memory
     is off for the person, there is nothing to tidy, the model fails, or its
@@ -408,19 +442,7 @@ def propose(*, user_id, target: str, pending: Sequence[str] = ()) -> int:
     if not can_tidy(snapshot.entries(target)):
         raise TidyFailed(NOTHING_TO_TIDY)
     pending = [entry for entry in pending if entry and model_view(entry) == entry]
-    try:
-        reply = import_string(config.tidy_model)(build_request(snapshot, target, config.limits, pending))
-    except Exception as exc:  # the model's failure, whatever its kind: nothing is proposed
-        logger.warning("tidy up: the model request failed (%s)", type(exc).__name__)
-        raise TidyFailed(MODEL_FAILED) from None
-    try:
-        operations = parse_reply(reply, snapshot, target, pending)
-        if not operations:
-            raise TidyFailed(NOTHING_TO_TIDY)
-        check(snapshot, operations, config.limits)
-    except TidyFailed as failed:
-        logger.info("tidy up: nothing proposed (%s)", failed.code)
-        raise
+    operations = _ask(snapshot, target, config, pending)
     try:
         proposal_id = proposals.create(
             user_id=user_id, operations=operations, reasons=[REASON] * len(operations),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from django.test import Client
@@ -198,15 +199,35 @@ def test_the_person_can_edit_a_tidy_line_before_saving(user, model):
 def test_an_unusable_answer_is_refused_and_stores_nothing(user, model, reply, code):
     seeded(user)
     before = memory(user)
-    model.push(Say(reply))
+    asked_again = code in (tidy.UNUSABLE, tidy.TOO_LARGE)  # asked once more, tighter; a hostile answer never
+    model.push(*[Say(reply)] * (2 if asked_again else 1))
 
     response = tidy_up(user)
 
     assert response.status_code == tidy.STATUS[code] and response.json()["code"] == code
+    assert len(model.requests) == (2 if asked_again else 1)
     detail = response.json()["detail"]
     assert detail == tidy.MESSAGES[code] and "[" not in detail, "people read a plain sentence"
     assert pending(user) == 0 and memory(user) == before
     assert not MemoryEvent.objects.filter(user=user, outcome=Outcome.PROPOSED).exists()
+
+
+def word_budget(request) -> int:
+    return int(re.search(r"at most (\d+) words", request.body["messages"][0]["content"]).group(1))
+
+
+def test_an_answer_that_does_not_fit_is_asked_for_once_more_with_fewer_words(user, model):
+    seeded(user)
+    model.push(Say(f"{'Uses vim for everything, always, everywhere. ' * 60}[1,2]\n{FRIDAYS} [3]"),
+               Say(f"{MERGED} [1,2]\n{FRIDAYS} [3]"))
+
+    response = tidy_up(user)
+
+    assert response.status_code == 201, response.json().get("code")
+    first, second = model.requests
+    assert word_budget(second) < word_budget(first)
+    unchanged = memory(user) == (VIM, VIM_AGAIN, FRIDAYS, OLD_HOST)
+    assert pending(user) == 1 and unchanged
 
 
 def test_more_changes_than_one_batch_holds_are_refused(user, model):
@@ -517,7 +538,7 @@ def test_a_tidy_never_reaches_the_logs(user, model, caplog):
     sentinel = "Sentinel-tidy-4471"
     seed(user, f"{sentinel} one", f"{sentinel} two")
     caplog.set_level(logging.DEBUG)
-    model.push(Say(f"{sentinel} one and two [1,2]"), Say(f"{sentinel} without sources"))
+    model.push(Say(f"{sentinel} one and two [1,2]"), *[Say(f"{sentinel} without sources")] * 2)  # asked twice
 
     assert tidy_up(user).status_code == 201
     assert tidy_up(user).status_code == 422
