@@ -326,7 +326,8 @@ def parse_operations(raw: object, *, blank_is_absent: bool = False, forgive: boo
     `raw` is the decoded `{"operations": [...]}` object. Unknown keys at any
     level are refused, so an argument such as `user_id` can never slip in.
     `forgive` (the model's tool only) lets an add carry a match, which
-    `apply_batch(forgive=True)` then ignores.
+    `apply_batch(forgive=True)` then ignores, and reads a remove that names
+    its entry in content as naming it in match (`_forgiven_remove`).
     """
     if not isinstance(raw, Mapping):
         raise MemoryValidationError(
@@ -365,7 +366,28 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
         content=_absent_if_blank(item.get("content")) if blank_is_absent else item.get("content"),  # type: ignore[arg-type]
         expires=_absent_if_blank(item.get("expires")) if blank_is_absent else item.get("expires"),  # type: ignore[arg-type]
     )
+    if forgive:
+        operation = _forgiven_remove(operation)
     check_operation(operation, position, forgive=forgive)
+    return operation
+
+
+def _forgiven_remove(operation: Operation) -> Operation:
+    """A model's remove that names its entry in content: a slip with one meaning (the model's tool only).
+
+    No match: the content is the match. A match and a content that name the
+    same words (one holds the other, in any case): the content is dropped.
+    A content that says something else stays, and the remove is refused
+    (`remove_with_content`): it may have meant a replace.
+    """
+    if operation.action != "remove" or not isinstance(operation.content, str):
+        return operation
+    if operation.match is None:
+        return replace(operation, match=operation.content, content=None)
+    if isinstance(operation.match, str):
+        match, content = " ".join(_match_words(operation.match)), " ".join(_match_words(operation.content))
+        if match and content and (match in content or content in match):
+            return replace(operation, content=None)
     return operation
 
 

@@ -8,6 +8,9 @@ also checked at the commit (which replays what was staged).
 - replace with one word for a sentence entry: the word takes the matched
   words' place inside the entry.
 - remove on an empty document: nothing to remove, a no-op, not a failure.
+- remove naming its entry in content (no match, or a match with the same
+  words): the content is the match; a content that says something else is
+  still refused (it may have meant a replace).
 - conversation_search's arguments sent to memory_update, and the other way
   round: the reply names the right tool and what it takes.
 """
@@ -67,6 +70,31 @@ async def test_a_remove_on_an_empty_document_is_nothing_to_remove(user, scripted
     reply = tool_reply(scripted_model)
     assert reply["success"] is True and reply["results"] == ["nothing to remove: 'memory' is empty; nothing changed"]
     assert await snapshot_of(user) == Snapshot()
+
+
+@pytest.mark.parametrize("operation", [
+    {"target": "user", "action": "remove", "content": "cat named Miso"},
+    {"target": "user", "action": "remove", "match": "Miso", "content": "Has a cat named Miso"},
+], ids=["content_only", "same_words"])
+async def test_a_remove_that_names_its_entry_in_content_removes_it(user, scripted_model, operation):
+    await aseed(user, user_entries=["Has a cat named Miso", "Lives in Porto"])
+    scripted_model.push(tool_call(ops(operation)), text("Forgotten."))
+
+    result = await run_turn(user=user, content="forget: cat named Miso")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).user == ("Lives in Porto",)
+
+
+async def test_a_remove_whose_content_says_something_else_is_still_refused(user, scripted_model):
+    await aseed(user, user_entries=["Has a cat named Miso"])
+    scripted_model.push(tool_call(ops({"target": "user", "action": "remove", "match": "Miso",
+                                       "content": "Has a dog named Rex"})), text("I could not change that."))
+
+    result = await run_turn(user=user, content="forget: cat named Miso")
+
+    assert [e.code for e in result.tool_events] == ["remove_with_content"]
+    assert (await snapshot_of(user)).user == ("Has a cat named Miso",)
 
 
 async def test_an_ambiguous_slip_is_still_refused(user, scripted_model):
