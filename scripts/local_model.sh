@@ -34,7 +34,9 @@ JOBS=${LOCAL_MODEL_JOBS:-2}
 THREADS=${LOCAL_MODEL_THREADS:-2}
 CTX=${LOCAL_MODEL_CTX:-8192}
 
-SERVER=$CACHE/bin/llama-server
+# The build's flags change its name, so a cached build from older flags is rebuilt, not reused.
+BUILD_TAG=noamx
+SERVER=$CACHE/bin/llama-server-$BUILD_TAG
 GGUF=$CACHE/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 VERIFIED=$GGUF.verified
 TEMPLATE=$ROOT/scripts/local_model_template.jinja
@@ -70,8 +72,20 @@ build_server() {
   say "== Building llama-server (about 13 minutes on 2 cores, once) =="
   # GIT_CEILING_DIRECTORIES: the sources sit inside this repository; keep
   # llama.cpp's build-info from reading our git history as its own.
+  # The CPU's own vector extensions, named one by one instead of GGML_NATIVE: -march=native also turns on
+  # AMX where cpuid reports it, and on a VM that reports AMX without enabling it (Firecracker on a Xeon) the
+  # server dies at its first matrix product (ldtilecfg, a general protection fault).
+  local has=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) " isa=()
+  local flag option
+  for flag in avx:AVX avx2:AVX2 fma:FMA f16c:F16C avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI \
+              avx512_bf16:AVX512_BF16 avx_vnni:AVX_VNNI bmi2:BMI2; do
+    option=${flag#*:}
+    if [[ "$has" == *" ${flag%%:*} "* ]]; then isa+=("-DGGML_$option=ON"); else isa+=("-DGGML_$option=OFF"); fi
+  done
+  rm -rf "$CACHE/build"
   GIT_CEILING_DIRECTORIES=$CACHE/src cmake -S "$src" -B "$CACHE/build" \
     -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=OFF "${isa[@]}" \
     -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
