@@ -118,6 +118,14 @@ MESSAGES = {
 }
 
 
+class AnswerCutOff(Exception):
+    """Raised by a TIDY_MODEL callable whose answer stopped at its output cap (finish reason "length").
+
+    Never read as a partial document: the request is asked once more with a
+    tighter word budget, or the tidy fails as the model's failure.
+    """
+
+
 class TidyFailed(Exception):
     """No proposal was stored. `code` is for programs (and the model's side), `message` for people."""
 
@@ -391,13 +399,20 @@ def check(snapshot: Snapshot, operations: Sequence[Operation], limits: Mapping[s
 def _ask(snapshot: Snapshot, target: str, config, pending: Sequence[str]) -> list[TidyOperation]:
     """Ask the model for the tidied document and read it; once more, tighter, if it did not fit or was unusable.
 
-    Raise TidyFailed with the last answer's code. A failed model, a refused
-    (hostile) answer or one that changes nothing is never asked again.
+    Raise TidyFailed with the last answer's code. An answer cut off at the
+    output cap (`AnswerCutOff`) is asked again like one that did not fit. A
+    failed model, a refused (hostile) answer or one that changes nothing is
+    never asked again.
     """
     ask_model = import_string(config.tidy_model)
     for attempt, share in enumerate(ATTEMPT_SHARES, start=1):
         try:
             reply = ask_model(build_request(snapshot, target, config.limits, pending, share=share))
+        except AnswerCutOff:  # too long: asked again with fewer words, unless this was the last request
+            logger.info("tidy up: the answer was cut off", extra={"attempt": attempt})
+            if attempt == len(ATTEMPT_SHARES):
+                raise TidyFailed(MODEL_FAILED) from None
+            continue
         except Exception as exc:  # the model's failure, whatever its kind: nothing is proposed
             logger.warning("tidy up: the model request failed (%s)", type(exc).__name__)
             raise TidyFailed(MODEL_FAILED) from None
@@ -421,9 +436,9 @@ def propose(*, user_id, target: str, pending: Sequence[str] = ()) -> int:
     room"), the request shows them as new entries to keep, and the proposal
     adds them with the tidied document.
 
-    An answer that is unusable or too large is asked for once more with a
-    tighter word budget (at most two model requests, each bounded by the
-    model's own timeout).
+    An answer that is unusable, too large or cut off at the output cap is
+    asked for once more with a tighter word budget (at most two model
+    requests, each bounded by the model's own timeout).
 
     Raise TidyFailed (nothing stored) when Tidy up is not offered, memory
     is off for the person, there is nothing to tidy, the model fails, or its

@@ -7,8 +7,9 @@ the chat's configured model, through the same client as a chat turn
 offline demo model without a key) and the same streamed request
 (`LLM.stream_chat`, with the output cap). The primary model answers; the
 fallback model, when one is set, only if the primary failed. An answer that
-did not finish ("length": cut off at the output cap) is a failure, never a
-partial document. The whole request is bounded by CHAT_TURN_TIMEOUT_SECONDS.
+did not finish is a failure, never a partial document; one cut off at the
+output cap ("length") says so (`TidyAnswerCutOff`), and agentmemory.tidy asks
+once more with fewer words. The whole request is bounded by CHAT_TURN_TIMEOUT_SECONDS.
 
 A tidy runs on the person's action, in a request's thread, not in a turn:
 it builds its own client for the request and closes it afterwards (the
@@ -23,6 +24,8 @@ import threading
 
 from django.conf import settings
 
+from agentmemory.tidy import AnswerCutOff
+
 from .llm import build_llm, model_settings
 
 logger = logging.getLogger(__name__)
@@ -30,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 class TidyModelError(RuntimeError):
     """The model did not give a complete answer (an error, a timeout, an answer cut off)."""
+
+
+class TidyAnswerCutOff(TidyModelError, AnswerCutOff):
+    """The answer stopped at the output cap: `agentmemory.tidy` asks once more, with fewer words."""
 
 
 def ask_model(messages: list[dict]) -> str:
@@ -73,6 +80,8 @@ async def _ask(messages: list[dict]) -> str:
             except Exception as exc:
                 logger.warning("tidy up: model request failed (%s)", type(exc).__name__)
                 failure = exc
+        if isinstance(failure, TidyAnswerCutOff):
+            raise failure  # the last model wrote too much: said so, so the tidy can ask with fewer words
         raise TidyModelError("no model answered") from failure
     finally:
         await llm.aclose()
@@ -89,6 +98,8 @@ async def _one(llm, model: str, messages: list[dict]) -> str:
                 if isinstance(content, str):
                     parts.append(content)
                 finish = choice.get("finish_reason") or finish
+    if finish == "length":
+        raise TidyAnswerCutOff("the answer was cut off at the output cap")
     if finish != "stop":
         raise TidyModelError(f"the answer did not finish ({finish or 'none'})")
     return "".join(parts)

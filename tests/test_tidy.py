@@ -298,16 +298,29 @@ def test_the_reply_may_wear_bullets_fences_and_spaces():
     assert operations[1].content == MERGED and operations[1].sources == (VIM, VIM_AGAIN)
 
 
-@pytest.mark.parametrize("step", [Fail(500), Say(f"{MERGED} [1,2]\n{FRIDAYS}", finished=False)],
-                         ids=["model_error", "cut_off"])
-def test_a_failed_or_cut_off_model_proposes_nothing(user, model, step):
+@pytest.mark.parametrize("steps", [[Fail(500)], [Say(f"{MERGED} [1,2]\n{FRIDAYS}", finished=False)] * 2],
+                         ids=["model_error", "cut_off_twice"])
+def test_a_failed_or_cut_off_model_proposes_nothing(user, model, steps):
     seeded(user)
-    model.push(step)
+    model.push(*steps)
 
     response = tidy_up(user)
 
     assert response.status_code == 503 and response.json()["code"] == "tidy_model_failed"
     assert pending(user) == 0
+    assert len(model.requests) == len(steps)  # an error is not asked again; a cut-off answer once more
+
+
+def test_an_answer_cut_off_at_the_output_cap_is_asked_for_once_more_with_fewer_words(user, model):
+    seeded(user)
+    model.push(Say(f"{MERGED} [1,2]\n{FRIDAYS}", finished=False), Say(f"{MERGED} [1,2]\n{FRIDAYS} [3]"))
+
+    response = tidy_up(user)
+
+    assert response.status_code == 201, response.json().get("code")
+    first, second = model.requests
+    assert word_budget(second) < word_budget(first)
+    assert pending(user) == 1
 
 
 def test_a_model_that_never_answers_is_bounded_by_the_turn_timeout(user, model, settings):
