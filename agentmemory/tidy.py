@@ -396,7 +396,7 @@ def check(snapshot: Snapshot, operations: Sequence[Operation], limits: Mapping[s
         raise TidyFailed(NOTHING_TO_TIDY)
 
 
-def _ask(snapshot: Snapshot, target: str, config, pending: Sequence[str]) -> list[TidyOperation]:
+def _ask(snapshot: Snapshot, target: Target, config, pending: Sequence[str]) -> list[TidyOperation]:
     """Ask the model for the tidied document and read it; once more, tighter, if it did not fit or was unusable.
 
     Raise TidyFailed with the last answer's code. An answer cut off at the
