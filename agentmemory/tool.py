@@ -10,6 +10,7 @@ entries on overflow so that one batch can consolidate).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from . import gate
 from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
@@ -121,8 +122,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         if sources is not None:
             start = ledger.start
             judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # type: ignore[arg-type]  # noqa: E731
-        applied = stage_batch(ledger, operations, request.limits, accept=_acceptor(sources), forgive=True,
-                              judge=judge, today=today)
+        operations, applied, moved = _stage_retargeting(ledger, operations, request.limits, sources, judge, today)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         code = getattr(exc, "code", "")
@@ -174,7 +174,41 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
             )
         else:
             reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
+    if moved:
+        reply["moved"] = [{"position": position, "target": target} for position, target in moved]
+        reply["message"] += " " + " ".join(
+            f"Operation {position} named the other document; its entry is in '{target}', so it was applied there."
+            for position, target in moved)
     return reply
+
+
+def _stage_retargeting(ledger, operations, limits, sources, judge, today):
+    """Stage the batch; a replace or remove aimed at the wrong document is moved to the one holding its entry.
+
+    Only when the person's latest message asks to forget or correct
+    (`gate.FORGET`, `gate.CORRECT`), and only for an operation whose match
+    names no entry of its document but is in the other one (`no_match` with
+    `elsewhere`): small models write target "memory" for everything and do
+    not take the refusal's `retry_like_this`. The moved batch goes through
+    the same rules (an entry matched in several places is still ambiguous).
+    Anything else is refused as before. Return (operations, applied, moved).
+    """
+    moved: list[tuple[int, str]] = []
+    for _attempt in range(len(operations) + 1):
+        try:
+            applied = stage_batch(ledger, operations, limits, accept=_acceptor(sources), forgive=True,
+                                  judge=judge, today=today)
+            return operations, applied, moved
+        except MemoryValidationError as exc:
+            position, elsewhere = exc.position, exc.elsewhere
+            if (exc.code != "no_match" or not elsewhere or position is None or sources is None
+                    or sources.intent not in (gate.FORGET, gate.CORRECT)
+                    or not 0 < position <= len(operations) or operations[position - 1].action == "add"):
+                raise
+            operations = [replace(op, target=elsewhere) if index == position else op
+                          for index, op in enumerate(operations, start=1)]
+            moved.append((position, elsewhere))
+    raise AssertionError("unreachable")  # pragma: no cover: each round moves one more operation or raises
 
 
 def _adds_do_not_fit(ledger, operations, limits) -> bool:

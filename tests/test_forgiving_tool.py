@@ -98,12 +98,13 @@ async def test_a_remove_whose_content_says_something_else_is_still_refused(user,
 
 
 async def test_an_ambiguous_slip_is_still_refused(user, scripted_model):
-    # 'user' is empty, but the match is in 'memory': the model may mean that entry. Nothing is guessed.
+    # 'user' is empty, but the match is in 'memory': the model may mean that entry, or a new fact for the
+    # profile. The person's message asks for no change, so nothing is guessed.
     await aseed(user, memory_entries=["Uses Go 1.22"])
     scripted_model.push(tool_call(ops({"target": "user", "action": "replace", "match": "Go 1.22",
                                        "content": "Uses Go 1.23"})), text("I could not change that."))
 
-    result = await run_turn(user=user, content="We moved to Go 1.23.")
+    result = await run_turn(user=user, content="I joined the Go 1.23 beta program.")
 
     assert [e.code for e in result.tool_events] == ["no_match"]
     assert "set target to 'memory'" in tool_reply(scripted_model)["error"]
@@ -148,12 +149,36 @@ async def test_a_one_word_correction_is_patched_into_its_entry(user, scripted_mo
         "content was one word, so it replaced the matched words inside the entry")
 
 
+@pytest.mark.parametrize("message, operation, left", [
+    ("forget: cat named Miso", {"target": "memory", "action": "remove", "match": "cat named Miso"},
+     Snapshot(user=("Lives in Porto", "Python for scripting"), memory=("Deploys on Fridays",))),
+    ("correct: Python for scripting => Rust for scripting",
+     {"target": "memory", "action": "replace", "match": "Python for scripting", "content": "Rust for scripting"},
+     Snapshot(user=("Has a cat named Miso", "Lives in Porto", "Rust for scripting"),
+              memory=("Deploys on Fridays",))),
+], ids=["forget", "correct"])
+async def test_a_forget_or_correction_aimed_at_the_wrong_document_is_applied_where_its_entry_is(
+        user, scripted_model, message, operation, left):
+    await aseed(user, user_entries=["Has a cat named Miso", "Lives in Porto", "Python for scripting"],
+                memory_entries=["Deploys on Fridays"])
+    scripted_model.push(tool_call(ops(operation)), text("Done."))
+
+    result = await run_turn(user=user, content=message)
+
+    assert result.memory.status == "committed"
+    assert await snapshot_of(user) == left
+    reply = tool_reply(scripted_model)
+    assert reply["moved"] == [{"position": 1, "target": "user"}]
+    assert "its entry is in 'user', so it was applied there" in reply["message"]
+
+
 async def test_a_call_in_the_wrong_document_is_refused_with_the_call_that_fits(user, scripted_model):
+    # The message states a fact but asks for no change: the model's own second call moves it.
     await aseed(user, user_entries=["Prefers tabs"], memory_entries=["Works at Acme Corp"])
     wrong = {"target": "user", "action": "replace", "match": "Acme Corp", "content": "Works at Globex"}
     scripted_model.push(tool_call(ops(wrong)), tool_call(ops({**wrong, "target": "memory"})), text("Updated."))
 
-    result = await run_turn(user=user, content="correct: Acme Corp => Globex")
+    result = await run_turn(user=user, content="I joined Globex last month.")
 
     assert [e.status for e in result.tool_events] == ["rejected", "staged"]
     assert tool_reply(scripted_model)["retry_like_this"] == ops({**wrong, "target": "memory"})
