@@ -176,9 +176,9 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
             reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
     if moved:
         reply["moved"] = [{"position": position, "target": target} for position, target in moved]
-        reply["message"] += " " + " ".join(
+        reply["message"] = " ".join([str(reply["message"]), *(
             f"Operation {position} named the other document; its entry is in '{target}', so it was applied there."
-            for position, target in moved)
+            for position, target in moved)])
     return reply
 
 
