@@ -53,6 +53,8 @@ DEPENDS = "depends_on_question"
 UNSAVED = "unsaved_statement"
 # Refused at staging: the model is told, nothing is staged.
 SECRET_SEEN = "secret_in_turn"
+# A note about a credential the turn gave ("Staging admin panel password."): it points at the secret.
+SECRET_NOTE = "secret_note_in_turn"
 NOT_STATED = "not_stated"
 TRANSIENT_TURN = "transient_turn"
 ATTACK_SEEN = "attack_in_turn"
@@ -429,10 +431,32 @@ def entry_reason(content: str, sources: TurnSources = TurnSources()) -> str:
     return ""
 
 
+# Words that name a credential, and the places that keep credentials (a note of where they are kept may stay).
+_CREDENTIAL = _words(
+    r"\b(?:passwords?|passphrases?|passcodes?|tokens?|api[ -]?keys?|access[ -]?keys?|secret[ -]?keys?"
+    r"|private[ -]?keys?|ssh[ -]?keys?|credentials?|secrets?|logins?)\b"
+)
+_KEPT_IN = _words(
+    r"\b(?:password[ -]?managers?|vaults?|keychains?|1password|bitwarden|lastpass|keepass\w*|secrets?[ -]?managers?)\b"
+)
+
+
+def notes_credential(entry: str, sources: TurnSources) -> bool:
+    """True when the turn gave a secret and the entry names a credential, not where credentials are kept.
+
+    "Staging admin panel password." after "the password for the staging admin
+    panel is …": the value is not in it, but it records that a secret exists
+    and what it opens. "Uses a password manager for the staging admin" stays.
+    """
+    return bool(sources.secrets) and bool(_CREDENTIAL.search(entry)) and not _KEPT_IN.search(entry)
+
+
 def refusal(operation: Operation, sources: TurnSources) -> str:
     """Return why trusted code refuses to stage this operation ("" = it may be staged)."""
     if operation.content and secret_in(operation.content, sources):
         return SECRET_SEEN
+    if operation.content and notes_credential(operation.content, sources):
+        return SECRET_NOTE
     if operation.content and sources.attack:
         return ATTACK_SEEN
     if operation.action == "add" and sources.intent in (QUESTION, REQUEST) and not sources.states_fact:

@@ -254,6 +254,12 @@ _GATE_REFUSALS = {
         "secret. Never store credentials, not even in part; store where they are kept instead (e.g. 'uses a "
         "password manager').",
     ),
+    gate.SECRET_NOTE: (
+        "threat_secret",
+        "content was refused: this conversation gave a password, key, token or other secret, and this entry is a "
+        "note about that credential. Memory keeps no secrets and no notes that point at one; store where "
+        "credentials are kept instead (e.g. 'uses a password manager'), or nothing.",
+    ),
     gate.NOT_STATED: (
         "not_stated",
         "the person's latest message asks a question or gives a task and states no lasting fact about them, so "

@@ -75,6 +75,20 @@ async def test_a_secret_given_earlier_is_refused_when_the_next_message_says_reme
     assert await snapshot_of(user) == Snapshot()
 
 
+async def test_a_note_about_the_secret_given_earlier_is_refused_too(user, scripted_model):
+    # What the local model did: no value in the entry, but a note that the secret exists and what it opens.
+    scripted_model.push(text("Got it."))
+    first = await run_turn(user=user, content="The password for the staging admin panel is Plum-Orbit-4471-Vex.")
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "replace", "match": "Plum-Orbit-4471-Vex",
+                                       "content": "Staging admin panel password."})), text("I can't keep that."))
+
+    second = await run_turn(user=user, content="remember it", conversation_id=first.conversation_id)
+
+    assert [event.code for event in second.tool_events] == ["threat_secret"]
+    assert "note about that credential" in tool_reply(scripted_model, 2)["error"]
+    assert await snapshot_of(user) == Snapshot() and await pending(user) == []
+
+
 async def test_an_unlabelled_high_entropy_key_is_refused(user, scripted_model):
     scripted_model.push(tool_call(ops(add("Deploy uses wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8vLm2Tr"))), text("No."))
 
