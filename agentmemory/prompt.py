@@ -42,7 +42,9 @@ READ_ONLY_NOTE = "Memory is read-only for this turn: memory_update will refuse c
 # The person's latest message only asks what memory holds (`gate.asks_memory`): no memory_update is offered.
 ANSWER_FROM_MEMORY_NOTE = (
     "The user's latest message asks what you remember. Answer it from the persistent memory block below, "
-    "without any tool; memory_update is not offered for this message. If the answer is not there, say so."
+    "without any tool; memory_update is not offered for this message. Find the one entry that answers "
+    "exactly what was asked and say it back to the user, speaking to them as \"you\" (\"Your dog is called "
+    "Rex.\", \"You use Vim.\"): the profile describes the user, not you. If no entry answers it, say so."
 )
 
 
