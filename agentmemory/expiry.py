@@ -226,6 +226,42 @@ def resolve_operations(raw: object, today: str) -> object:
     return {**raw, "operations": operations}
 
 
+# A message that speaks of time: a date, a weekday or month, a span, "until", "today", "expire", "for now".
+_TIME_CUE = re.compile(
+    r"\b(?:until|till|til|through|thru|expir\w*|temporar\w*|today|tonight|tomorrow|yesterday|week\w*|month\w*"
+    r"|year\w*|days?|fortnight|weekend|for now|for a while|while|during|deadline|by the end|this (?:morning|afternoon"
+    r"|evening)|" + "|".join(_WEEKDAYS) + "|" + "|".join(m for m in _MONTHS if m != "may") + r")\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}[./]\d{1,2}\b",
+    re.IGNORECASE,
+)
+
+
+def mentions_time(message: str) -> bool:
+    """True when the person's message speaks of a time (a date, a span, "until", "today", "expire", ...)."""
+    return bool(_TIME_CUE.search(message or ""))
+
+
+def without_unasked_expiry(raw: object, message: str) -> tuple[object, int]:
+    """Drop the `expires` of every operation when the person's message speaks of no time; return (raw, dropped).
+
+    The model may not decide on its own that an entry expires: a small one
+    sent past or unreadable dates on plain facts ("remember about me: …"),
+    and the whole batch was refused. A message with any time in it keeps
+    what the model sent, for the rules to judge. "never" (clearing an
+    expiry) is kept too.
+    """
+    if mentions_time(message) or not isinstance(raw, Mapping) or not isinstance(raw.get("operations"), list):
+        return raw, 0
+    operations, dropped = [], 0
+    for item in raw["operations"]:
+        value = item.get("expires") if isinstance(item, Mapping) else None
+        if isinstance(value, str) and value.strip() and value.strip().lower() not in _NEVER:
+            item = {key: field for key, field in item.items() if key != "expires"}
+            dropped += 1
+        operations.append(item)
+    return {**raw, "operations": operations}, dropped
+
+
 def expired_operations(snapshot: Snapshot, today: str) -> list[Operation]:
     """The pinned removes of the entries past their date."""
     return [Operation(target=target, action="remove", match=entry, entry=entry)  # type: ignore[arg-type]  # TARGETS

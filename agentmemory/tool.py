@@ -15,7 +15,7 @@ from dataclasses import replace
 from . import gate
 from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
 from .conf import memory_settings
-from .expiry import resolve_operations, today_where
+from .expiry import resolve_operations, today_where, without_unasked_expiry
 from .rules import (
     ADDED,
     ADDED_INSTEAD,
@@ -111,12 +111,15 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
 
     before = ledger.snapshot
     raw = None
+    dropped = 0
     operations = []
     sources = request.sources if memory_settings().gate else None
     try:
         raw = load_arguments(arguments)
         _refuse_search_arguments(raw)
         today = request.today or today_where("")
+        if sources is not None and sources.message:  # an expiry only when the person spoke of a time
+            raw, dropped = without_unasked_expiry(raw, sources.message)
         operations = parse_operations(resolve_operations(raw, today), blank_is_absent=True, forgive=True)
         judge = None
         if sources is not None:
@@ -174,6 +177,9 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
             )
         else:
             reply["message"] = f"Staged {_count(len(operations))}; saved when this turn completes."
+    if dropped:
+        reply["message"] = " ".join([str(reply["message"]), (
+            "expires was left out: the person's message speaks of no time, so the entries do not expire.")])
     if moved:
         reply["moved"] = [{"position": position, "target": target} for position, target in moved]
         reply["message"] = " ".join([str(reply["message"]), *(

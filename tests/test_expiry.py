@@ -305,3 +305,36 @@ def test_the_claude_memory_files_show_set_and_clear_an_expiry():
                                        "insert_text": "On call this week (until 2026-12-06)"})
         assert dated.status == "staged"
         assert request.ledger.snapshot.expiry_of("memory", "On call this week") == "2026-12-06"
+
+
+@pytest.mark.parametrize("message, spoken", [
+    ("I'm on vacation until Friday", True),
+    ("We freeze deploys for two weeks", True),
+    ("Remember this for now: the staging host is pluto", True),
+    ("The release is on 2026-12-20", True),
+    ("remember about me: is fluent in Japanese", False),
+    ("I use Neovim with LSP", False),
+    ("You may keep this: prefers tabs", False),  # "may" is no month
+])
+def test_a_message_speaks_of_time_or_not(message, spoken):
+    assert expiry.mentions_time(message) is spoken
+
+
+def test_the_model_may_not_set_an_expiry_the_person_did_not_ask_for(user):
+    from agentmemory.gate import TurnSources
+
+    plain = TurnSources.from_messages([{"role": "user", "content": "remember about me: is fluent in Japanese"}])
+    with memory_scope(user.pk, True, snapshot=Snapshot(), today="2026-12-04", sources=plain) as request:
+        reply = handle_memory_update(json.dumps({"operations": [
+            {"target": "user", "action": "add", "content": "Is fluent in Japanese", "expires": "2020-01-01"}]}))
+        [staged] = request.ledger.operations
+    assert reply["success"] is True and "expires was left out" in reply["message"]
+    assert staged.expires is None
+
+    timed = TurnSources.from_messages([{"role": "user", "content": "remember until Sunday: standup moves to 10:00"}])
+    with memory_scope(user.pk, True, snapshot=Snapshot(), today="2026-12-04", sources=timed) as request:
+        reply = handle_memory_update(json.dumps({"operations": [
+            {"target": "memory", "action": "add", "content": "Standup is at 10:00", "expires": "until Sunday"}]}))
+        [staged] = request.ledger.operations
+    assert reply["success"] is True and "left out" not in reply["message"]
+    assert staged.expires == "2026-12-06"

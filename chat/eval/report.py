@@ -113,7 +113,8 @@ def results_json(meta: Mapping, figures: Figures, results: Sequence[ScenarioResu
                 "turns": [
                     {"role": t.role, "stored": t.stored, "asked": t.proposed, "reasons": list(t.proposal_reasons),
                      "status": t.memory_status, "code": t.memory_code, "room": t.room, "calls": t.memory_tool_calls,
-                     "refused": list(t.tool_codes)}
+                     "refused": list(t.tool_codes), "search_calls": t.search_tool_calls,
+                     "leaked_tool_text": t.leaked_tool_text}
                     for t in r.turns
                 ],
                 "met_after_accept": r.met_after_accept,
