@@ -373,14 +373,20 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
 
 
 def _forgiven_remove(operation: Operation) -> Operation:
-    """A model's remove that names its entry in content: a slip with one meaning (the model's tool only).
+    """A model's remove that names its entry in content, or carries an expiry: slips with one meaning (the model's tool only).
+
+    An expiry on a remove is dropped.
 
     No match: the content is the match. A match and a content that name the
     same words (one holds the other, in any case): the content is dropped.
     A content that says something else stays, and the remove is refused
     (`remove_with_content`): it may have meant a replace.
     """
-    if operation.action != "remove" or not isinstance(operation.content, str):
+    if operation.action != "remove":
+        return operation
+    if operation.expires is not None:  # a removed entry has no date to keep: the expiry means nothing
+        operation = replace(operation, expires=None)
+    if not isinstance(operation.content, str):
         return operation
     if operation.match is None:
         return replace(operation, match=operation.content, content=None)

@@ -75,7 +75,8 @@ async def test_a_remove_on_an_empty_document_is_nothing_to_remove(user, scripted
 @pytest.mark.parametrize("operation", [
     {"target": "user", "action": "remove", "content": "cat named Miso"},
     {"target": "user", "action": "remove", "match": "Miso", "content": "Has a cat named Miso"},
-], ids=["content_only", "same_words"])
+    {"target": "user", "action": "remove", "match": "cat named Miso", "expires": "never"},
+], ids=["content_only", "same_words", "with_expiry"])
 async def test_a_remove_that_names_its_entry_in_content_removes_it(user, scripted_model, operation):
     await aseed(user, user_entries=["Has a cat named Miso", "Lives in Porto"])
     scripted_model.push(tool_call(ops(operation)), text("Forgotten."))
