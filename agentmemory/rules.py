@@ -373,7 +373,7 @@ def _parse_operation(item: object, position: int, blank_is_absent: bool = False,
 
 
 def _forgiven_remove(operation: Operation) -> Operation:
-    """A model's remove that names its entry in content, or carries an expiry: slips with one meaning (the model's tool only).
+    """A model's remove with content or an expiry: slips with one meaning (the model's tool only).
 
     An expiry on a remove is dropped.
 
