@@ -163,6 +163,8 @@ ADDED, DUPLICATE, REPLACED, UNCHANGED, REMOVED = "added", "duplicate", "replaced
 # an add that also sent match (the match is ignored), a replace on an empty document (its content is
 # added), a remove on an empty document (nothing to remove: a no-op).
 ADDED_MATCH_IGNORED, ADDED_INSTEAD, NOTHING_TO_REMOVE = "added_match_ignored", "added_instead", "nothing_to_remove"
+# ... and a replace of an entry the same batch removed before it ("remove X, then replace X with Y"): Y is added.
+ADDED_AFTER_REMOVE = "added_after_remove"
 # ... and a replace whose content is one word where the entry is a sentence: the word takes the
 # matched words' place inside the entry ("match": "Ansible", "content": "Terraform").
 PATCHED = "patched"
@@ -567,7 +569,9 @@ def apply_batch(
     a replace on a document that is empty at that point of the batch adds
     its content; a remove there is a no-op; a replace whose content is one
     word, on an entry of three words or more, puts that word in place of the
-    matched words inside the entry (`PATCHED`). The returned operations say what
+    matched words inside the entry (`PATCHED`); a replace whose match names
+    only an entry this batch removed before it adds its content
+    (`ADDED_AFTER_REMOVE`). The returned operations say what
     to stage instead (`Applied.to_stage`). When the match is found in the
     other document, the slip is ambiguous and still refused (`no_match`).
 
@@ -582,6 +586,7 @@ def apply_batch(
     effects: list[str] = []
     replaced: list[str | None] = []
     written: dict[tuple[str, str], int] = {}  # (target, entry) -> the position of the operation that wrote it
+    removed_here: dict[str, list[str]] = {"user": [], "memory": []}  # what this batch removed, per document
 
     for position, operation in enumerate(operations, start=1):
         check_operation(operation, position, forgive=forgive)
@@ -629,6 +634,21 @@ def apply_batch(
                                         expires=operation.expires))
             replaced.append(None)
             continue
+        if (forgive and operation.entry is None and operation.action == "replace" and operation.content is not None
+                and not any(match in entry for entry in target_entries)
+                and any(match in entry for entry in removed_here[target])):
+            # "Remove X, then replace X with Y": X is gone already; Y is what the model wants kept.
+            content = normalize_entry(operation.content, position=position, target=target)
+            if content in target_entries:
+                effects.append(DUPLICATE)
+            else:
+                target_entries.append(content)
+                written[(target, content)] = position
+                _set_expiry(expiries[target], content, expires or "")
+                effects.append(ADDED_AFTER_REMOVE)
+            pinned.append(Operation(target=target, action="add", content=operation.content, expires=operation.expires))
+            replaced.append(None)
+            continue
         index = _find_one(target_entries, match, operation.entry, other, position=position, target=target,
                           forgive=forgive)
         old = target_entries[index]
@@ -637,6 +657,7 @@ def apply_batch(
         old_expiry = expiries[target].pop(old, "")
         if operation.action == "remove":
             del target_entries[index]
+            removed_here[target].append(old)
             effects.append(REMOVED)
             continue
 

@@ -18,6 +18,7 @@ from .conf import memory_settings
 from .expiry import resolve_operations, today_where, without_unasked_expiry
 from .rules import (
     ADDED,
+    ADDED_AFTER_REMOVE,
     ADDED_INSTEAD,
     ADDED_MATCH_IGNORED,
     DUPLICATE,
@@ -347,6 +348,8 @@ def _result(effect: str, old: str | None, target: str, new: str | None = None,
         return "match is not used by add; added as a new entry"
     if effect == ADDED_INSTEAD:
         return f"'{target}' was empty, so there was nothing to replace; added as a new entry"
+    if effect == ADDED_AFTER_REMOVE:
+        return "this batch removed that entry already, so there was nothing to replace; added as a new entry"
     if effect == NOTHING_TO_REMOVE:
         return f"nothing to remove: '{target}' is empty; nothing changed"
     if effect == PATCHED:

@@ -11,6 +11,9 @@ also checked at the commit (which replays what was staged).
 - remove naming its entry in content (no match, or a match with the same
   words): the content is the match; a content that says something else is
   still refused (it may have meant a replace).
+- a replace of an entry the same batch removed: its content is added.
+- a forget or a correction aimed at the wrong document: moved to the one
+  holding its entry.
 - conversation_search's arguments sent to memory_update, and the other way
   round: the reply names the right tool and what it takes.
 """
@@ -171,6 +174,24 @@ async def test_a_forget_or_correction_aimed_at_the_wrong_document_is_applied_whe
     reply = tool_reply(scripted_model)
     assert reply["moved"] == [{"position": 1, "target": "user"}]
     assert "its entry is in 'user', so it was applied there" in reply["message"]
+
+
+async def test_a_replace_of_an_entry_the_batch_removed_adds_its_content(user, scripted_model):
+    # What the local model sent for "forget X; Y from now on": a remove of X (in the wrong document), then a
+    # replace of X with Y. X goes, Y is added.
+    await aseed(user, user_entries=["Prefers answers in German", "Lives in Porto"])
+    scripted_model.push(tool_call(ops(
+        {"target": "memory", "action": "remove", "match": "answers in German"},
+        {"target": "user", "action": "replace", "match": "answers in German", "content": "Prefers answers in English"},
+    )), text("Done."))
+
+    result = await run_turn(user=user, content="Please forget that I want answers in German; English is fine.")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).user == ("Lives in Porto", "Prefers answers in English")
+    reply = tool_reply(scripted_model)
+    assert reply["results"][1] == (
+        "this batch removed that entry already, so there was nothing to replace; added as a new entry")
 
 
 async def test_a_call_in_the_wrong_document_is_refused_with_the_call_that_fits(user, scripted_model):

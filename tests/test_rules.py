@@ -736,3 +736,19 @@ def test_a_patch_still_passes_the_entry_rules():
         apply_batch(snapshot, [Operation("memory", "replace", match="vault", content="sk-live-9f8e7d6c5b4a39281706")],
                     forgive=True)
     assert caught.value.code.startswith("threat_")
+
+
+def test_a_replace_of_an_entry_the_batch_removed_adds_its_content_only_when_forgiving():
+    start = Snapshot(user=("Prefers answers in German", "Lives in Porto"))
+    batch = [Operation(target="user", action="remove", match="answers in German"),
+             Operation(target="user", action="replace", match="answers in German", content="Prefers English")]
+
+    applied = apply_batch(start, batch, LIMITS, forgive=True)
+
+    assert applied.snapshot.user == ("Lives in Porto", "Prefers English")
+    assert applied.effects == ("removed", "added_after_remove")
+    assert [op.action for op in applied.to_stage] == ["remove", "add"]
+    assert apply_operations(start, list(applied.to_stage)).user == ("Lives in Porto", "Prefers English")  # replays
+    with pytest.raises(MemoryValidationError) as strict:
+        apply_batch(start, batch, LIMITS)
+    assert strict.value.code == "no_match"
