@@ -503,7 +503,7 @@ class WriteReviewAdmin(ReadOnlyAdmin):
                     "source": _("The assistant, in a chat turn") if shown.change.conversation_id is not None
                     else _("The assistant"),
                     # The source message's role in the turn, never its words (nor the conversation).
-                    "source_intent": SourceIntent(shown.source_intent).label if shown.source_intent
+                    "source_intent": SourceIntent(candidate.source_intent).label if candidate.source_intent
                     else _("unknown"),
                     "documents": [{
                         "name": MemoryType(document.target).label,

@@ -75,6 +75,8 @@ class Candidate:
     user_id: int
     model: str
     policy_version: str
+    # What the person's message in the turn did (`SourceIntent`), "" when not recorded; never its words.
+    source_intent: str = ""
 
     @property
     def stratum(self) -> tuple[str, str]:
@@ -89,7 +91,7 @@ def population(week: date) -> list[Candidate]:
                                    created_at__lt=end, versions__isnull=False)
         .exclude(user__memory_preference__allow_review=False)
         .exclude(user__memory_preference__use_memory=False)
-        .values_list("pk", "user_id", "model", "policy_version").distinct().order_by("pk")
+        .values_list("pk", "user_id", "model", "policy_version", "source_intent").distinct().order_by("pk")
     )
     return [Candidate(*row) for row in rows]
 
@@ -150,8 +152,6 @@ class Item:
     candidate: Candidate
     change: versions.Change
     created_at: datetime
-    # What the person's message in the turn did (`SourceIntent`), "" when not recorded; never its words.
-    source_intent: str = ""
 
     @property
     def documents(self):
@@ -161,8 +161,7 @@ class Item:
 def item(candidate: Candidate) -> Item:
     """Read one sampled change's versions (memory content: for staff holding the content permission)."""
     change = versions.change(user_id=candidate.user_id, change_id=candidate.event_id)
-    intent = MemoryEvent.objects.values_list("source_intent", flat=True).get(pk=candidate.event_id)
-    return Item(candidate=candidate, change=change, created_at=change.created_at, source_intent=intent)
+    return Item(candidate=candidate, change=change, created_at=change.created_at)
 
 
 def eligible(event_id: int) -> Candidate:
