@@ -165,13 +165,21 @@ def expiries(entries: Sequence[str], sources: Sequence[Source | None]) -> dict[s
 
 def snapshot_with_expiry(snapshot: Snapshot, sources: Sources) -> Snapshot:
     """Return `snapshot` with its entries' expiries read from their sources."""
-    return with_expiry(snapshot, {target: expiries(snapshot.entries(target), aligned(
-        snapshot.entries(target), sources.get(target))) for target in TARGETS})
+    found: dict[str, dict[str, str]] = {
+        target: expiries(snapshot.entries(target), aligned(snapshot.entries(target), sources.get(target)))
+        for target in TARGETS}
+    if not snapshot.expiry and not any(found.values()):
+        return snapshot  # the common case: nothing expires (every commit and every turn's read)
+    return with_expiry(snapshot, found)
 
 
 def set_expiry(sources: Mapping[str, Sequence[Source | None]], snapshot: Snapshot, new: Source) -> dict[str, tuple]:
     """Return the sources with each entry's `expires` as `snapshot` says (an unknown source becomes `new`)."""
     result: dict[str, tuple] = {}
+    if not snapshot.expiry and not any(item is not None and item.expires
+                                       for target in TARGETS for item in sources.get(target) or ()):
+        # Nothing expires, as usual: the same sources, one per entry, as the loop below would leave them.
+        return {target: tuple(sources.get(target) or ())[:len(snapshot.entries(target))] for target in TARGETS}
     for target in TARGETS:
         wanted = snapshot.expiries(target)
         kept = []

@@ -122,10 +122,11 @@ def run(url: str, args) -> dict:
             return commit
 
         lock_timeout = f"{max(1, int(memory_settings().commit_lock_timeout * 1000))}ms"
+        policy_version = memory_settings().policy_version[:16]
 
         def raw_commit(conn, name, bare=False):
             return lambda batch: raw_transaction(conn, user_id=people[name].pk, operations=batch, limits=limits,
-                                                 lock_timeout=lock_timeout, bare=bare)
+                                                 lock_timeout=lock_timeout, policy_version=policy_version, bare=bare)
 
         with psycopg.connect(dsn, autocommit=False) as raw, psycopg.connect(
             dsn, autocommit=False, cursor_factory=psycopg.ClientCursor
@@ -145,6 +146,12 @@ def run(url: str, args) -> dict:
         first = store.load_snapshot(user_id=people["store"].pk)
         if any(store.load_snapshot(user_id=person.pk) != first for person in people.values()):
             raise SystemExit("The variants disagree on the resulting memory; the comparison is void.")
+        # Like for like also in what is written beside the memory: the last change's event and version rows.
+        written = {name: last_change(people[name].pk) for name in ("store", "store_prepared", "psycopg",
+                                                                   "psycopg_unprepared", "psycopg_client")}
+        if len({repr(rows) for rows in written.values()}) != 1:
+            raise SystemExit("The hand-written transaction no longer writes the event and version rows the store "
+                             "writes; the comparison is void (update raw_transaction).")
 
         contention = contend(store, shared.pk, threads=args.threads, commits=args.commits)
     finally:
@@ -249,14 +256,35 @@ def round_spread(latency: dict, name: str, base: str) -> tuple[float, float]:
     return round(min(ratios), 2), round(max(ratios), 2)
 
 
-def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = "", bare: bool = False) -> None:
+def last_change(user_id) -> tuple:
+    """The person's latest event and version rows, without ids, times and each source's moment."""
+    from agentmemory.models import MemoryEvent, MemoryVersion
+
+    def plain(row: dict) -> dict:
+        kept = {key: value for key, value in row.items()
+                if key not in {"id", "user_id", "event_id", "created_at", "duration_ms"}}
+        for key in ("before_provenance", "after_provenance"):
+            if kept.get(key):
+                kept[key] = [{k: v for k, v in item.items() if k != "at"} if item else item for item in kept[key]]
+        return kept
+
+    event = MemoryEvent.objects.filter(user_id=user_id).order_by("-id").values().first()
+    versions = MemoryVersion.objects.filter(event_id=event["id"]).order_by("memory_type").values()
+    return plain(event), [plain(version) for version in versions]
+
+
+def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = "", policy_version: str = "",
+                    bare: bool = False) -> None:
     """The same locked read-modify-write, by hand: one transaction, the store's SQL.
 
     What the store sends today: the lock query that also sets the lock
-    timeout and reads the account's `is_active` and the memory switch (the
-    agent's commit is refused for a closed account or memory off), the rows
-    with their sources (`provenance`, carried by the same pure function),
-    the changed rows with their sources, and the event. With `bare`, the SQL
+    timeout and reads the account's `is_active`, the memory switch (the
+    agent's commit is refused for a closed account or memory off) and the
+    erase count, the rows with their sources (`provenance`, carried by the
+    same pure function), the changed rows with their sources, the event row
+    with every column the store writes (the model, `policy_version` and the
+    source message's intent among them), and each changed document's
+    version with its sources before and after. With `bare`, the SQL
     issue 14 first measured against (FOR UPDATE of the user row, no lock
     timeout, switch or sources), kept as a reference line.
     """
@@ -286,7 +314,7 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
             )
         else:
             cursor.execute(
-                "SELECT auth_user.is_active, agentmemory_preference.use_memory "
+                "SELECT auth_user.is_active, agentmemory_preference.use_memory, agentmemory_preference.erasures "
                 "FROM (SELECT set_config('lock_timeout', %s, true)) AS lock_wait, auth_user "
                 "LEFT JOIN agentmemory_preference ON agentmemory_preference.user_id = auth_user.id "
                 "WHERE auth_user.id = %s FOR NO KEY UPDATE OF auth_user",
@@ -345,32 +373,49 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
                     (render_document(entries), Jsonb(provenance.to_json(carried[target])), now, ids[target]),
                 )
         summary = summarize(operations)
+        if bare:
+            cursor.execute(
+                "INSERT INTO agentmemory_event (user_id, actor, outcome, operation_count, targets, actions, "
+                "user_characters, memory_characters, retry_count, duration_ms, error_code, created_at) "
+                "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())",
+                (user_id, "committed" if changed else "unchanged", summary.operation_count,
+                 json.dumps(summary.targets), json.dumps(summary.actions), document_length(updated.user),
+                 document_length(updated.memory), int((time.monotonic() - started) * 1000)),
+            )
+            return
+        # Today's event row: also the staff columns (empty for the assistant), the model, the memory
+        # policy's version and the source message's intent (issue 40), as the store writes them.
         cursor.execute(
             "INSERT INTO agentmemory_event (user_id, actor, outcome, operation_count, targets, actions, "
-            "user_characters, memory_characters, retry_count, duration_ms, error_code, created_at) "
-            "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())" + ("" if bare else " RETURNING id"),
+            "user_characters, memory_characters, retry_count, duration_ms, error_code, staff_id, staff_username, "
+            "viewed, model, policy_version, source_intent, created_at) "
+            "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', NULL, '', '', '', %s, '', %s) RETURNING id",
             (
                 user_id,
                 "committed" if changed else "unchanged",
                 summary.operation_count,
-                json.dumps(summary.targets),
-                json.dumps(summary.actions),
+                Jsonb(summary.targets),
+                Jsonb(summary.actions),
                 document_length(updated.user),
                 document_length(updated.memory),
                 int((time.monotonic() - started) * 1000),
+                policy_version,
+                now,
             ),
         )
-        if bare or not changed:
+        if not changed:
             return
         # Issue 25: each changed document's version, then the person's versions past the kept ones.
         event_id = cursor.fetchone()[0]
         for target in changed:
+            after = updated.entries(target)
             cursor.execute(
                 "INSERT INTO agentmemory_version (user_id, event_id, memory_type, before, before_provenance, after, "
-                "kind, by, conversation_id, turn_id, schema_version, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, 'change', 'agent', NULL, '', 1, %s)",
+                "after_provenance, kind, by, conversation_id, turn_id, schema_version, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, 'change', 'agent', NULL, '', 1, %s)",
                 (user_id, event_id, target, render_document(current.entries(target)),
-                 Jsonb(provenance.to_json(sources[target])), render_document(updated.entries(target)), now),
+                 Jsonb(provenance.to_json(sources[target])), render_document(after),
+                 Jsonb(provenance.to_json(carried[target])) if after else None, now),
             )
         cursor.execute(
             "DELETE FROM agentmemory_version WHERE user_id = %s AND (created_at < %s OR event_id <= "

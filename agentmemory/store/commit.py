@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
 from .. import provenance, signals
@@ -58,10 +58,10 @@ from .locks import lock_owner, lock_wait
 from .outcome import note_written
 from .reads import state_from_rows
 from .statements import (
-    SOURCES_FIELD,
     Row,
     Statements,
     commit_cursor,
+    json_param,
     prepared_statements_lost,
     vendor_statements,
 )
@@ -180,7 +180,7 @@ def commit_operations(
                 sources = provenance.set_expiry(
                     provenance.carry(current, stored.sources, updated, source, merges=(origin or {}).get("merges")),
                     updated, source)
-                _persist(cursor, sql, owner, rows, changed, updated, now, sources)
+                _persist(cursor, sql, db, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 params = event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
@@ -190,7 +190,7 @@ def commit_operations(
                 if changed:
                     cursor.execute(sql.insert_event_returning, params)
                     change_id = cursor.fetchone()[0]
-                    keep_versions(cursor, sql, owner, change_id, stored, changed, updated, now, source,
+                    keep_versions(cursor, sql, db, owner, change_id, stored, changed, updated, now, source,
                                    kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config, sources=sources)
                 else:
                     cursor.execute(sql.insert_event, params)
@@ -325,7 +325,7 @@ def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
     )
 
 
-def _persist(cursor, sql: Statements, owner, rows: Mapping[str, Row], targets, updated: Snapshot, now,
+def _persist(cursor, sql: Statements, db, owner, rows: Mapping[str, Row], targets, updated: Snapshot, now,
              sources: Mapping[str, Sequence]) -> None:
     """Write the changed documents with their sources: update, create, or delete an emptied one."""
     for target in targets:
@@ -335,7 +335,7 @@ def _persist(cursor, sql: Statements, owner, rows: Mapping[str, Row], targets, u
             if row is not None:
                 cursor.execute(sql.delete_row, [row.pk])
             continue
-        stored_sources = SOURCES_FIELD.get_db_prep_save(provenance.to_json(sources[target]), connection)
+        stored_sources = json_param(db, provenance.to_json(sources[target]))
         if row is None:
             cursor.execute(sql.insert_row, [owner, target, render_document(entries), SCHEMA_VERSION, stored_sources,
                                             now, now])

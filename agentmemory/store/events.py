@@ -115,4 +115,7 @@ def agent_labels(actor, model, source_intent="") -> dict:
     if actor != Actor.AGENT:
         return {"model": "", "policy_version": "", "source_intent": ""}
     return {"model": str(model or "")[:100], "policy_version": memory_settings().policy_version[:16],
-            "source_intent": source_intent if source_intent in SourceIntent.values else ""}
+            "source_intent": source_intent if source_intent in _SOURCE_INTENTS else ""}
+
+
+_SOURCE_INTENTS = frozenset(SourceIntent.values)  # `Choices.values` builds its list anew on each read

@@ -336,3 +336,9 @@ def prepared_statements_lost(exc: BaseException) -> bool:
 
 
 SOURCES_FIELD = MemoryDocument._meta.get_field("provenance")
+
+
+def json_param(db, value):
+    """A JSON column's parameter, bound as the ORM binds it (`JSONField.get_db_prep_save`: None stays SQL
+    NULL), without the field's per-call lookups: a commit binds one to three of them."""
+    return None if value is None else db.ops.adapt_json_value(value, SOURCES_FIELD.encoder)
