@@ -118,6 +118,7 @@ _EXPLICIT = _words(
     r"\b(?:remember|memori[sz]e|note (?:that|this|down|it)|make a note|take a note|keep in mind|"
     r"(?:do not|don'?t) forget|save (?:this|that|it)|store (?:this|that|it)|(?:add|put|save|keep|write) "
     r"(?:this |that |it )?(?:in|into|to) (?:your |the )?memory|from now on|going forward|for future reference|"
+    r"note for (?:the )?future|"
     r"in (?:the )?future,? (?:please )?(?:always|never|use|answer|reply|respond|write))"
 )
 _FORGET = _words(
@@ -286,6 +287,27 @@ def intent(message: str) -> str:
     if _IMPERATIVE.match(text):
         return REQUEST
     return STATEMENT
+
+
+# The person names themselves as what the message tells of: "remember about me: ...", "this about me".
+_ABOUT_ME = _words(r"\babout (?:me|myself)\b")
+
+
+def document_named(message: str) -> str | None:
+    """Return the document the person's own words put a new entry in, or None when they do not say.
+
+    A message that asks to remember or states something (`EXPLICIT`,
+    `STATEMENT`) "about me" names the profile ("user"); one that never
+    speaks of the person (no I, my, we, our, me, ...) tells of the world,
+    not of them: the notes ("memory"). Anything else: None, the model's
+    target stands. Read for the model's adds only (`agentmemory.tool`).
+    """
+    text = _FENCE.sub(" ", message or "").strip()
+    if not text or intent(text) not in (EXPLICIT, STATEMENT):
+        return None
+    if _ABOUT_ME.search(text):
+        return "user"
+    return None if _FIRST_PERSON.search(text) else "memory"
 
 
 def _statements(message: str) -> list[str]:

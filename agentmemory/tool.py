@@ -126,10 +126,13 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         if sources is not None:
             start = ledger.start
             judge = lambda operation: gate.reason(operation, start=start, sources=sources)  # type: ignore[arg-type]  # noqa: E731
-        operations, applied, moved = _stage_retargeting(ledger, operations, request.limits, sources, judge, today)
+        operations, routed = _route_adds(operations, sources)
+        operations, applied, moved, added = _stage_retargeting(ledger, operations, request.limits, sources, judge,
+                                                               today)
     except (ValueError, RecursionError, MemoryValidationError) as exc:
         ledger.failed_calls += 1
         code = getattr(exc, "code", "")
+        operations = getattr(exc, "staged_as", operations)  # with the replaces read as adds, for "make room"
         if code == "over_capacity":
             ledger.capacity_refused = True
             _want_room(ledger, operations, sources)
@@ -181,12 +184,37 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     if dropped:
         reply["message"] = " ".join([str(reply["message"]), (
             "expires was left out: the person's message speaks of no time, so the entries do not expire.")])
-    if moved:
-        reply["moved"] = [{"position": position, "target": target} for position, target in moved]
+    if moved or routed:
+        reply["moved"] = [{"position": position, "target": target} for position, target in sorted(routed + moved)]
         reply["message"] = " ".join([str(reply["message"]), *(
+            f"Operation {position} named the other document; the person's message puts it in '{target}', so it "
+            "was added there." for position, target in routed), *(
             f"Operation {position} named the other document; its entry is in '{target}', so it was applied there."
             for position, target in moved)])
+    if added:
+        reply["message"] = " ".join([str(reply["message"]), *(
+            f"Operation {position}'s match named no entry; the person asked to remember it, so its content was "
+            "added as a new entry." for position in added)])
     return reply
+
+
+def _route_adds(operations, sources):
+    """Put each add in the document the person's own words name (`gate.document_named`).
+
+    "remember about me: ..." names the profile; a message that never speaks
+    of the person names the notes. A small model writes one target for
+    everything, and a fact filed in the wrong document is one the other
+    rules (capacity, make room) then judge wrongly. Return (operations,
+    [(position, target)] of the adds moved).
+    """
+    named = gate.document_named(sources.message) if sources is not None and sources.message else None
+    if named is None:
+        return operations, []
+    routed = [(position, named) for position, op in enumerate(operations, start=1)
+              if op.action == "add" and op.target != named]
+    moved = {position for position, _ in routed}
+    return [replace(op, target=named) if position in moved else op
+            for position, op in enumerate(operations, start=1)], routed
 
 
 def _stage_retargeting(ledger, operations, limits, sources, judge, today):
@@ -198,24 +226,46 @@ def _stage_retargeting(ledger, operations, limits, sources, judge, today):
     `elsewhere`): small models write target "memory" for everything and do
     not take the refusal's `retry_like_this`. The moved batch goes through
     the same rules (an entry matched in several places is still ambiguous).
-    Anything else is refused as before. Return (operations, applied, moved).
+
+    When the person's message asks to remember (`gate.EXPLICIT`), a replace
+    whose match names no entry in either document and is words of that
+    message is read as an add of its content: there is no old entry to
+    lose, and the new fact is what the person asked for (a small model
+    writes "replace" for new facts, matching on the message's own words). A
+    match that is not from the message (a merge of entries that missed)
+    stays refused, and so does any such replace on a correction: adding
+    beside the entry the model failed to name would keep the old fact.
+    Anything else is refused as before.
+    Return (operations, applied, moved, added); a refusal carries the batch
+    as last tried in `staged_as`.
     """
     moved: list[tuple[int, str]] = []
+    added: list[int] = []
     for _attempt in range(len(operations) + 1):
         try:
             applied = stage_batch(ledger, operations, limits, accept=_acceptor(sources), forgive=True,
                                   judge=judge, today=today)
-            return operations, applied, moved
+            return operations, applied, moved, added
         except MemoryValidationError as exc:
+            exc.staged_as = operations  # type: ignore[attr-defined]  # read by handle_memory_update
             position, elsewhere = exc.position, exc.elsewhere
-            if (exc.code != "no_match" or not elsewhere or position is None or sources is None
-                    or sources.intent not in (gate.FORGET, gate.CORRECT)
+            if (exc.code != "no_match" or position is None or sources is None
                     or not 0 < position <= len(operations) or operations[position - 1].action == "add"):
                 raise
-            operations = [replace(op, target=elsewhere) if index == position else op
-                          for index, op in enumerate(operations, start=1)]
-            moved.append((position, elsewhere))
-    raise AssertionError("unreachable")  # pragma: no cover: each round moves one more operation or raises
+            operation = operations[position - 1]
+            if elsewhere and sources.intent in (gate.FORGET, gate.CORRECT):
+                operations = [replace(op, target=elsewhere) if index == position else op
+                              for index, op in enumerate(operations, start=1)]
+                moved.append((position, elsewhere))
+            elif (not elsewhere and sources.intent == gate.EXPLICIT and operation.action == "replace"
+                  and operation.content and operation.entry is None and operation.match
+                  and operation.match.strip().casefold() in sources.message.casefold()):
+                operations = [Operation(target=op.target, action="add", content=op.content, expires=op.expires)
+                              if index == position else op for index, op in enumerate(operations, start=1)]
+                added.append(position)
+            else:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover: each round changes one more operation or raises
 
 
 def _adds_do_not_fit(ledger, operations, limits) -> bool:

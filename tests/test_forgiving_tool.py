@@ -14,6 +14,12 @@ also checked at the commit (which replays what was staged).
 - a replace of an entry the same batch removed: its content is added.
 - a forget or a correction aimed at the wrong document: moved to the one
   holding its entry.
+- an add in the document the person's words do not name: "remember about
+  me" puts it in the profile, a message that never speaks of the person in
+  the notes; otherwise the model's target stands.
+- a replace on "remember ..." whose match, words of the message, names no
+  entry: its content is added; on a correction, or with a match that is
+  not from the message, it is still refused.
 - conversation_search's arguments sent to memory_update, and the other way
   round: the reply names the right tool and what it takes.
 """
@@ -205,3 +211,68 @@ async def test_a_call_in_the_wrong_document_is_refused_with_the_call_that_fits(u
     assert [e.status for e in result.tool_events] == ["rejected", "staged"]
     assert tool_reply(scripted_model)["retry_like_this"] == ops({**wrong, "target": "memory"})
     assert (await snapshot_of(user)).memory == ("Works at Globex",)
+
+
+# --- the person's words name the document ------------------------------------------------------
+
+
+@pytest.mark.parametrize("message, sent, lands", [
+    ("remember about me: is fluent in Japanese", "memory", "user"),
+    ("Something worth knowing about me from now on: I've become the on-call lead.", "memory", "user"),
+    ("remember: the public API is versioned under /v2", "user", "memory"),
+    ("Note for the future: all services publish their domain events to Kafka.", "user", "memory"),
+])
+async def test_an_add_goes_to_the_document_the_persons_words_name(user, scripted_model, message, sent, lands):
+    scripted_model.push(tool_call(ops({"target": sent, "action": "add", "content": "The fact, reworded"})),
+                        text("Noted."))
+
+    result = await run_turn(user=user, content=message)
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).entries(lands) == ("The fact, reworded",)
+    reply = tool_reply(scripted_model)
+    assert reply["moved"] == [{"position": 1, "target": lands}]
+    assert f"the person's message puts it in '{lands}', so it was added there" in reply["message"]
+
+
+@pytest.mark.parametrize("message, sent", [
+    ("remember that our staging cluster is called kestrel", "memory"),  # speaks of "our": the model decides
+    ("remember that I prefer TOML for configuration", "user"),
+    ("What is the API versioned under?", "user"),  # a question names nothing
+])
+async def test_an_add_keeps_the_models_document_when_the_words_name_none(user, scripted_model, message, sent):
+    scripted_model.push(tool_call(ops({"target": sent, "action": "add", "content": "The fact, reworded"})),
+                        text("Noted."))
+
+    await run_turn(user=user, content=message)
+
+    assert "moved" not in tool_reply(scripted_model)
+    assert (await snapshot_of(user)).entries(sent) in (("The fact, reworded",), ())
+
+
+async def test_a_replace_of_the_messages_words_that_names_no_entry_is_an_add_on_remember(user, scripted_model):
+    await aseed(user, memory_entries=["The monorepo has three services"])
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "replace", "match": "publish",
+                                       "content": "Services publish domain events to Kafka"})), text("Noted."))
+
+    result = await run_turn(user=user, content="remember: all services publish their domain events to Kafka")
+
+    assert result.memory.status == "committed"
+    assert (await snapshot_of(user)).memory == ("The monorepo has three services",
+                                                "Services publish domain events to Kafka")
+    assert "its content was added as a new entry" in tool_reply(scripted_model)["message"]
+
+
+@pytest.mark.parametrize("message, match", [
+    ("remember: all services publish their domain events to Kafka", "event bus"),  # not the message's words
+    ("Correction: we publish domain events to Kafka now, not RabbitMQ", "publish"),  # a correction
+])
+async def test_a_replace_that_names_no_entry_is_still_refused_otherwise(user, scripted_model, message, match):
+    await aseed(user, memory_entries=["The monorepo has three services"])
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "replace", "match": match,
+                                       "content": "Services publish domain events to Kafka"})), text("Sorry."))
+
+    result = await run_turn(user=user, content=message)
+
+    assert [event.code for event in result.tool_events] == ["no_match"]
+    assert (await snapshot_of(user)).memory == ("The monorepo has three services",)

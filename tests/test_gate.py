@@ -340,3 +340,25 @@ def test_a_note_about_a_credential_the_turn_gave_is_refused(entry, refused):
 
 def test_a_credential_word_alone_is_no_secret_when_the_turn_gave_none():
     assert gate.refusal(add("Rotates the API token every 90 days"), sources("We rotate our API token quarterly.")) == ""
+
+
+@pytest.mark.parametrize("message, named", [
+    ("remember about me: works as a site reliability engineer", "user"),
+    ("Remember this about me: I'm allergic to long YAML files.", "user"),
+    ("Something worth knowing about me from now on: I lead on-call.", "user"),
+    ("remember: the public API is versioned under /v2", "memory"),
+    ("Note for the future: services publish events to Kafka.", "memory"),
+    ("The team deploys with Ansible every Thursday.", "memory"),
+    ("Please remember that our staging cluster is called kestrel.", None),  # "our": the model decides
+    ("I use Neovim as my editor.", None),
+    ("What is the API versioned under?", None),  # a question names no document
+    ("Forget what you know about me.", None),  # a forget adds nothing
+    ("", None),
+])
+def test_the_document_the_persons_words_name(message, named):
+    assert gate.document_named(message) == named
+
+
+def test_a_note_for_the_future_asks_to_remember():
+    assert gate.intent("Note for the future: all services publish their domain events to Kafka.") == gate.EXPLICIT
+    assert gate.intent("We have big plans for the future.") == gate.STATEMENT
