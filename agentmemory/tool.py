@@ -247,7 +247,7 @@ def _stage_retargeting(ledger, operations, limits, sources, judge, today):
                                   judge=judge, today=today)
             return operations, applied, moved, added
         except MemoryValidationError as exc:
-            exc.staged_as = operations  # type: ignore[attr-defined]  # read by handle_memory_update
+            exc.staged_as = operations  # read by handle_memory_update
             position, elsewhere = exc.position, exc.elsewhere
             if (exc.code != "no_match" or position is None or sources is None
                     or not 0 < position <= len(operations) or operations[position - 1].action == "add"):
