@@ -43,8 +43,8 @@ READ_ONLY_NOTE = "Memory is read-only for this turn: memory_update will refuse c
 ANSWER_FROM_MEMORY_NOTE = (
     "The user's latest message asks what you remember. Answer it from the persistent memory block below, "
     "without any tool; memory_update is not offered for this message. Find the one entry that answers "
-    "exactly what was asked and say it back to the user, speaking to them as \"you\" (\"Your dog is called "
-    "Rex.\", \"You use Vim.\"): the profile describes the user, not you. If no entry answers it, say so."
+    "exactly what was asked and say that entry's own words back to the user, speaking to them as \"you\": "
+    "the profile describes the user, not you. If no entry answers it, say so."
 )
 
 
