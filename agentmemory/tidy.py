@@ -121,9 +121,14 @@ MESSAGES = {
 class AnswerCutOff(Exception):
     """Raised by a TIDY_MODEL callable whose answer stopped at its output cap (finish reason "length").
 
-    Never read as a partial document: the request is asked once more with a
-    tighter word budget, or the tidy fails as the model's failure.
+    The request is asked once more with a tighter word budget. When the last
+    request is cut off too, the notes it finished (`partial`, the text
+    written before the cap) are read as a partial answer (`parse_reply`'s
+    `partial`): every entry it did not reach stays as it is. Without
+    `partial` the tidy fails as the model's failure.
     """
+
+    partial: str = ""  # set by the callable: what the model wrote before the cap
 
 
 class TidyFailed(Exception):
@@ -219,7 +224,7 @@ def build_request(snapshot: Snapshot, target: str, limits: Mapping[str, int],
 # --- the reply -----------------------------------------------------------------------
 
 
-def parse_lines(reply: str) -> list[tuple[str, tuple[int, ...]]]:
+def parse_lines(reply: str, *, partial: bool = False) -> list[tuple[str, tuple[int, ...]]]:
     """Return the reply's lines as (text, numbers cited), or raise TidyFailed(UNUSABLE).
 
     Two forms are read: lines ending with their numbers in square brackets
@@ -229,14 +234,18 @@ def parse_lines(reply: str) -> list[tuple[str, tuple[int, ...]]]:
     models write more reliably. A line without numbers keeps an empty tuple:
     `parse_reply` finds its entry by its words or refuses it. One uncited
     paragraph is read sentence by sentence.
+
+    A `partial` answer (cut off at the output cap) keeps only what was
+    finished: a JSON list up to its last complete object, or every line but
+    the last.
     """
     if not isinstance(reply, str) or len(reply) > MAX_REPLY_CHARS:
         raise TidyFailed(UNUSABLE)
     text = normalize_text(reply)
-    lines = _json_lines(text)
+    lines = _json_lines(text, partial=partial)
     if lines is None:
         lines = []
-        for raw in text.split("\n"):
+        for raw in (text.split("\n")[:-1] if partial else text.split("\n")):
             line = raw.strip()
             if not line or _FENCE.match(line):
                 continue
@@ -256,13 +265,14 @@ def _numbers(cited: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(n) for n in re.findall(r"\d+", cited)))
 
 
-def _json_lines(text: str) -> list[tuple[str, tuple[int, ...]]] | None:
-    """The lines of a reply written as a JSON list, or None when it is not one."""
-    start, end = text.find("["), text.rfind("]")
+def _json_lines(text: str, *, partial: bool = False) -> list[tuple[str, tuple[int, ...]]] | None:
+    """The lines of a reply written as a JSON list, or None when it is not one (`partial`: up to its last complete
+    object, the list closed there)."""
+    start, end = text.find("["), (text.rfind("}") if partial else text.rfind("]"))
     if start < 0 or end <= start:
         return None
     try:
-        items = json.loads(text[start:end + 1])
+        items = json.loads(text[start:end + 1] + ("]" if partial else ""))
     except ValueError:
         return None
     if not isinstance(items, list) or not items or not all(isinstance(item, (dict, str)) for item in items):
@@ -288,7 +298,8 @@ def _json_lines(text: str) -> list[tuple[str, tuple[int, ...]]] | None:
     return lines
 
 
-def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequence[str] = ()) -> list[TidyOperation]:
+def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequence[str] = (), *,
+                partial: bool = False) -> list[TidyOperation]:
     """Turn the model's tidied document into operations pinned to the entries of `snapshot`.
 
     Removes come first, then the lines' replaces (so a line may take the
@@ -309,7 +320,9 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
     TidyFailed(UNUSABLE) when no line could be used, or lines were left out and
     the rest changes nothing;
     TidyFailed(REFUSED) when any line is something memory never keeps (the
-    threat scan): a hostile answer is refused whole.
+    threat scan): a hostile answer is refused whole. A `partial` answer (cut
+    off at the output cap: `parse_lines`) is never a whole document: what it
+    did not reach stays.
 
     `pending` entries (numbered after the document's, as `build_request`
     shows them) are what a save wanted to add: a line citing only new
@@ -327,7 +340,7 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
     removes: list[TidyOperation] = []
     replaces: list[TidyOperation] = []
     adds: list[TidyOperation] = []
-    for text, cited in parse_lines(reply):
+    for text, cited in parse_lines(reply, partial=partial):
         if scan_entry(text) is not None:
             raise TidyFailed(REFUSED)
         numbers = cited if cited and all(n in offered_entries and n not in used for n in cited) else ()
@@ -360,7 +373,7 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
     if not usable_lines or (refused_lines and not (removes or replaces or adds)):
         raise TidyFailed(UNUSABLE)  # nothing usable, or only lines left out and the rest unchanged
     # An entry no line uses is stale, if the answer is a whole document: every line usable, and most entries used.
-    whole = not refused_lines and len(used & shown.keys()) * 2 > len(shown)
+    whole = not partial and not refused_lines and len(used & shown.keys()) * 2 > len(shown)
     for number, entry in shown.items():
         if number not in used and number not in kept and whole:  # stale: dropped
             removes.append(TidyOperation(target=target, action="remove", match=entry, entry=entry))
@@ -400,24 +413,28 @@ def _ask(snapshot: Snapshot, target: Target, config, pending: Sequence[str]) -> 
     """Ask the model for the tidied document and read it; once more, tighter, if it did not fit or was unusable.
 
     Raise TidyFailed with the last answer's code. An answer cut off at the
-    output cap (`AnswerCutOff`) is asked again like one that did not fit. A
-    failed model, a refused (hostile) answer or one that changes nothing is
-    never asked again.
+    output cap (`AnswerCutOff`) is asked again like one that did not fit;
+    the last request's, cut off too, is read for the notes it finished
+    (what it did not reach stays as it is). A failed model, a refused
+    (hostile) answer or one that changes nothing is never asked again.
     """
     ask_model = import_string(config.tidy_model)
     for attempt, share in enumerate(ATTEMPT_SHARES, start=1):
+        partial = False
         try:
             reply = ask_model(build_request(snapshot, target, config.limits, pending, share=share))
-        except AnswerCutOff:  # too long: asked again with fewer words, unless this was the last request
+        except AnswerCutOff as cut:  # too long: asked again with fewer words, unless this was the last request
             logger.info("tidy up: the answer was cut off", extra={"attempt": attempt})
-            if attempt == len(ATTEMPT_SHARES):
+            if attempt < len(ATTEMPT_SHARES):
+                continue
+            if not isinstance(cut.partial, str) or not cut.partial.strip():
                 raise TidyFailed(MODEL_FAILED) from None
-            continue
+            reply, partial = cut.partial, True
         except Exception as exc:  # the model's failure, whatever its kind: nothing is proposed
             logger.warning("tidy up: the model request failed (%s)", type(exc).__name__)
             raise TidyFailed(MODEL_FAILED) from None
         try:
-            operations = parse_reply(reply, snapshot, target, pending)
+            operations = parse_reply(reply, snapshot, target, pending, partial=partial)
             if not operations:
                 raise TidyFailed(NOTHING_TO_TIDY)
             check(snapshot, operations, config.limits)

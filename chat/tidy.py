@@ -7,9 +7,10 @@ the chat's configured model, through the same client as a chat turn
 offline demo model without a key) and the same streamed request
 (`LLM.stream_chat`, with the output cap). The primary model answers; the
 fallback model, when one is set, only if the primary failed. An answer that
-did not finish is a failure, never a partial document; one cut off at the
-output cap ("length") says so (`TidyAnswerCutOff`), and agentmemory.tidy asks
-once more with fewer words. The whole request is bounded by CHAT_TURN_TIMEOUT_SECONDS.
+did not finish is a failure; one cut off at the output cap ("length") says
+so (`TidyAnswerCutOff`, with the text written before the cap), and
+agentmemory.tidy asks once more with fewer words, then reads the last cut-off
+answer for the notes it finished. The whole request is bounded by CHAT_TURN_TIMEOUT_SECONDS.
 
 A tidy runs on the person's action, in a request's thread, not in a turn:
 it builds its own client for the request and closes it afterwards (the
@@ -99,7 +100,9 @@ async def _one(llm, model: str, messages: list[dict]) -> str:
                     parts.append(content)
                 finish = choice.get("finish_reason") or finish
     if finish == "length":
-        raise TidyAnswerCutOff("the answer was cut off at the output cap")
+        cut = TidyAnswerCutOff("the answer was cut off at the output cap")
+        cut.partial = "".join(parts)  # what was written before the cap: its finished notes may be used
+        raise cut
     if finish != "stop":
         raise TidyModelError(f"the answer did not finish ({finish or 'none'})")
     return "".join(parts)

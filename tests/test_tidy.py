@@ -298,8 +298,8 @@ def test_the_reply_may_wear_bullets_fences_and_spaces():
     assert operations[1].content == MERGED and operations[1].sources == (VIM, VIM_AGAIN)
 
 
-@pytest.mark.parametrize("steps", [[Fail(500)], [Say(f"{MERGED} [1,2]\n{FRIDAYS}", finished=False)] * 2],
-                         ids=["model_error", "cut_off_twice"])
+@pytest.mark.parametrize("steps", [[Fail(500)], [Say("", finished=False)] * 2],
+                         ids=["model_error", "cut_off_twice_with_nothing_written"])
 def test_a_failed_or_cut_off_model_proposes_nothing(user, model, steps):
     seeded(user)
     model.push(*steps)
@@ -309,6 +309,37 @@ def test_a_failed_or_cut_off_model_proposes_nothing(user, model, steps):
     assert response.status_code == 503 and response.json()["code"] == "tidy_model_failed"
     assert pending(user) == 0
     assert len(model.requests) == len(steps)  # an error is not asked again; a cut-off answer once more
+
+
+@pytest.mark.parametrize("cut", [
+    f"{MERGED} [1,2]\n{FRIDAYS}",  # lines: the last one, unfinished, is not read
+    json.dumps([{"from": [1, 2], "text": MERGED}])[:-1] + ', {"from": [3], "te',  # JSON: up to its last whole note
+], ids=["lines", "json"])
+def test_a_last_answer_cut_off_again_proposes_the_notes_it_finished_and_keeps_the_rest(user, model, cut):
+    seeded(user)
+    model.push(Say(cut, finished=False), Say(cut, finished=False))
+
+    response = tidy_up(user)
+
+    assert response.status_code == 201, response.json().get("code")
+    assert len(model.requests) == 2
+    (proposal,) = proposals.pending(user_id=user.pk)
+    actions = [(op.action, op.entry) for op in proposal.operations]
+    assert actions == [("remove", VIM_AGAIN), ("replace", VIM)], "only the finished note; 3 and 4 untouched"
+
+    proposals.save(user_id=user.pk, proposal_id=proposal.id)
+
+    assert memory(user) == (MERGED, FRIDAYS, OLD_HOST)
+
+
+def test_a_last_answer_cut_off_with_no_finished_note_is_unusable(user, model):
+    seeded(user)
+    model.push(*[Say('[{"from": [1, 2], "text": "Uses vim', finished=False)] * 2)
+
+    response = tidy_up(user)
+
+    assert response.status_code == 422 and response.json()["code"] == "tidy_unusable"
+    assert pending(user) == 0
 
 
 def test_an_answer_cut_off_at_the_output_cap_is_asked_for_once_more_with_fewer_words(user, model):
