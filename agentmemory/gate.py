@@ -56,6 +56,9 @@ SECRET_SEEN = "secret_in_turn"
 # A note about a credential the turn gave ("Staging admin panel password."): it points at the secret.
 SECRET_NOTE = "secret_note_in_turn"
 NOT_STATED = "not_stated"
+# An entry that only says to remember something ("Remember this for the deploy."): it states no fact, and
+# after a secret was left out it is what remains of one.
+NO_FACT = "no_fact"
 TRANSIENT_TURN = "transient_turn"
 ATTACK_SEEN = "attack_in_turn"
 
@@ -473,12 +476,38 @@ def notes_credential(entry: str, sources: TurnSources) -> bool:
     return bool(sources.secrets) and bool(_CREDENTIAL.search(entry)) and not _KEPT_IN.search(entry)
 
 
+# "Remember this.", "Keep it in mind for the deploy.", "Note that." An entry that tells someone to remember
+# "this" and says nothing more ("Note that the API is v2" and "Remember to run migrations" say something).
+_BARE_COMMAND = _words(
+    r"^\W*(?:please\s+)?(?:remember|memori[sz]e|note(?: down)?|keep|save|store)\s+(?:this|that|it)"
+    r"(?:\s+in mind)?(?:\s+(?:for|in|until|when|about|later)\b[^.!?]*)?\W*$"
+)
+
+
+# In a turn that gave a secret, an entry that starts by saying to remember ("Remember the app is configured.",
+# "Remembers app configuration."): what is left of a note about the secret once its value was left out.
+_REMEMBER_FIRST = _words(r"^\W*(?:please\s+)?(?:remember|memori[sz]e)s?\b")
+
+
+def states_nothing(content: str, sources: TurnSources | None = None) -> bool:
+    """True when an entry only says to remember "this" ("Remember this for the deploy."): no fact in it.
+
+    With `sources` of a turn that gave a secret, also any entry that starts
+    by saying to remember ("Remembers app configuration.").
+    """
+    if _BARE_COMMAND.match(content or ""):
+        return True
+    return bool(sources is not None and sources.secrets and _REMEMBER_FIRST.match(content or ""))
+
+
 def refusal(operation: Operation, sources: TurnSources) -> str:
     """Return why trusted code refuses to stage this operation ("" = it may be staged)."""
     if operation.content and secret_in(operation.content, sources):
         return SECRET_SEEN
     if operation.content and notes_credential(operation.content, sources):
         return SECRET_NOTE
+    if operation.content and states_nothing(operation.content, sources):
+        return NO_FACT
     if operation.content and sources.attack:
         return ATTACK_SEEN
     if operation.action == "add" and sources.intent in (QUESTION, REQUEST) and not sources.states_fact:

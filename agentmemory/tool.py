@@ -317,6 +317,12 @@ _GATE_REFUSALS = {
         "note about that credential. Memory keeps no secrets and no notes that point at one; store where "
         "credentials are kept instead (e.g. 'uses a password manager'), or nothing.",
     ),
+    gate.NO_FACT: (
+        "no_fact",
+        "content was refused: it only says to remember something ('remember this') and states no fact. An entry "
+        "says the fact itself, in a few words; if what was to be remembered is a password, key or token, store "
+        "nothing.",
+    ),
     gate.NOT_STATED: (
         "not_stated",
         "the person's latest message asks a question or gives a task and states no lasting fact about them, so "

@@ -362,3 +362,31 @@ def test_the_document_the_persons_words_name(message, named):
 def test_a_note_for_the_future_asks_to_remember():
     assert gate.intent("Note for the future: all services publish their domain events to Kafka.") == gate.EXPLICIT
     assert gate.intent("We have big plans for the future.") == gate.STATEMENT
+
+
+@pytest.mark.parametrize("entry, bare", [
+    ("Remember this for the deploy.", True),
+    ("Remember this.", True),
+    ("remember it", True),
+    ("Keep this in mind for later.", True),
+    ("Note that.", True),
+    ("Note that the public API is versioned under /v2.", False),
+    ("Remember to run migrations before deploying.", False),
+    ("Keeps tests next to the code they cover.", False),
+    ("Stores this project's secrets in Vault.", False),
+])
+def test_an_entry_that_only_says_to_remember_states_nothing(entry, bare):
+    assert gate.states_nothing(entry) is bare
+    operation = Operation(target="memory", action="add", content=entry)
+    assert (gate.refusal(operation, gate.TurnSources.unknown()) == gate.NO_FACT) is bare
+
+
+def test_in_a_turn_that_gave_a_secret_an_entry_that_starts_with_remember_states_nothing():
+    secret_turn = gate.TurnSources.from_messages([{"role": "user", "content": (
+        "Here is our config:\n```yaml\ndatabase:\n  url: postgres://orders:WxDcb1GQZNV5@db.internal/orders\n```")}])
+    plain_turn = gate.TurnSources.from_messages([{"role": "user", "content": "remember: the app reads config.yaml"}])
+    assert secret_turn.secrets and not plain_turn.secrets
+    for entry in ("Remembers app configuration.", "Remember the app is configured."):
+        assert gate.states_nothing(entry, secret_turn)
+        assert not gate.states_nothing(entry, plain_turn)
+    assert not gate.states_nothing("Keeps credentials in the password manager.", secret_turn)

@@ -51,6 +51,19 @@ async def source_intent(change_id) -> str:
 # --- no secret is ever stored ------------------------------------------------------------------
 
 
+async def test_what_is_left_of_an_unlabelled_key_once_the_key_is_left_out_is_refused(user, scripted_model):
+    # What the local model sent for "remember: <key> (remember this for the deploy)": the command, not a fact.
+    key = "kT7wQ2mZ9xLp4RvB8nY3cH6dJ1gF5sEa"
+    scripted_model.push(tool_call(ops({"target": "memory", "action": "add", "match": key,
+                                       "content": "Remember this for the deploy."})), text("I can't keep keys."))
+
+    result = await run_turn(user=user, content=f"remember: {key} (remember this for the deploy)")
+
+    assert [event.code for event in result.tool_events] == ["no_fact"]
+    assert result.memory.status == "nothing_to_commit"
+    assert await snapshot_of(user) == Snapshot() and await pending(user) == []
+
+
 async def test_a_password_from_the_message_is_refused_even_as_a_fragment(user, scripted_model):
     scripted_model.push(tool_call(ops(add("Staging DB password starts with Tr0ub4dor"))),
                         text("I won't store passwords."))
