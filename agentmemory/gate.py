@@ -569,6 +569,12 @@ _PLEASANTRY = re.compile(
     r"^\s*(?:(?:thanks|thank you|thx|ok|okay|cool|great|nice|hi|hello|hey)\b[^.!?\n]{0,20}[.!]+\s*)+", re.IGNORECASE)
 
 
+def may_be_unsaved(message: str) -> bool:
+    """Whether `unsaved_statements` could offer anything for this message: a plain statement (a pleasantry
+    before it aside). Read from the message alone, before the turn's other messages are read for secrets."""
+    return intent(_PLEASANTRY.sub("", message or "")) == STATEMENT
+
+
 def unsaved_statements(sources: TurnSources) -> list[str]:
     """The person's lasting statements about themselves, as profile entries, for a turn that saved nothing.
 

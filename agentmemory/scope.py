@@ -106,10 +106,20 @@ class MemoryRequest:
     # The person reviews changes before they are saved ("ask before saving").
     ask_first: bool = False
     # What the turn's messages said, for trusted judgement of what is staged
-    # (`gate.TurnSources`); None: the gate is off for this turn.
-    sources: TurnSources | None = None
+    # (`gate.TurnSources`), read on first use (`sources`); None: the gate is off for this turn.
+    read_sources: Callable[[], TurnSources | None] | None = None
     # The person's today (ISO date in their time zone): what an expiry phrase is read against.
     today: str | None = None
+
+    @property
+    def sources(self) -> TurnSources | None:
+        """What the turn's messages said, read once, when the tool first needs it (a turn without a call
+        never reads them: a tenth of a plain turn's CPU, docs/benchmarks.md)."""
+        if self.read_sources is None:
+            return None
+        if "_sources" not in self.__dict__:
+            object.__setattr__(self, "_sources", self.read_sources())
+        return self.__dict__["_sources"]
 
 
 current_memory_request: ContextVar[MemoryRequest | None] = ContextVar(
@@ -125,10 +135,13 @@ def memory_scope(
     snapshot: Snapshot | None = None,
     limits: Mapping[str, int] | None = None,
     ask_first: bool = False,
-    sources: TurnSources | None = None,
+    sources: TurnSources | Callable[[], TurnSources | None] | None = None,
     today: str | None = None,
 ) -> Iterator[MemoryRequest]:
     """Bind one authenticated person's memory to the current context.
+
+    `sources` (what the turn's messages said, for the gate) may be a
+    function that reads them: it is called on first use only.
 
     Writes need the snapshot that was actually read: after a failed read
     there is nothing to stage against, so an empty writable snapshot is never
@@ -142,7 +155,7 @@ def memory_scope(
         ledger=MemoryLedger(snapshot=snapshot) if writes_enabled else None,  # type: ignore[arg-type]  # checked above
         limits=dict(limits or LIMITS),
         ask_first=ask_first,
-        sources=sources,
+        read_sources=sources if callable(sources) else (None if sources is None else lambda: sources),
         today=today,
     )
     token = current_memory_request.set(request)

@@ -312,12 +312,19 @@ class MemoryTurn:
             self._sources = gate.TurnSources.from_messages(self._heard)
         return self._sources
 
+    def _latest_message(self) -> str:
+        """The person's latest message's text ("" without one), without reading the turn for the gate."""
+        if self._sources is not None:
+            return self._sources.message
+        latest = next((m for m in reversed(self._heard or []) if m.get("role") == "user"), None)
+        return gate.message_text(latest.get("content")) if latest is not None else ""
+
     def _source_intent(self) -> str:
         """What the person's latest message did (`gate.intent`), for the commit's event; never its words."""
         if self._sources is not None:
             return self._sources.intent
-        latest = next((m for m in reversed(self._heard or []) if m.get("role") == "user"), None)
-        return gate.intent(gate.message_text(latest.get("content"))) if latest is not None else gate.UNKNOWN
+        latest = self._latest_message()
+        return gate.intent(latest) if latest else gate.UNKNOWN
 
     # --- what the model is offered ----------------------------------------------------
 
@@ -330,8 +337,8 @@ class MemoryTurn:
         rewrites it, and a small model that calls tools on recall questions
         answers from the prompt instead. Needs `heard()` and the gate on.
         """
-        return (self.enabled and self.sources is not None and memory_settings().gate
-                and gate.asks_memory(self.sources.message))
+        return (self.enabled and self._heard is not None and memory_settings().gate
+                and gate.asks_memory(self._latest_message()))
 
     def prompt(self, *, policy_version: str | None = None) -> str | None:
         """Return the memory section of this turn's system prompt (None when memory is off)."""
@@ -357,7 +364,8 @@ class MemoryTurn:
             self._ledger = None
             yield None
             return
-        sources = (self.sources or gate.TurnSources.unknown()) if memory_settings().gate else None
+        # Read when the tool first judges a staged change: a turn without a memory call never reads them.
+        sources = (lambda: self.sources or gate.TurnSources.unknown()) if memory_settings().gate else None
         with memory_scope(self.user_id, self.writes_enabled, snapshot=self.snapshot, limits=self.limits,
                           ask_first=self.ask_first, sources=sources, today=self.today) as request:
             self._ledger = request.ledger
@@ -497,11 +505,15 @@ class MemoryTurn:
         """
         ledger = self._ledger
         if (ledger is None or ledger.calls or not self.writes_enabled or self.replayed or self.snapshot is None
-                or not memory_settings().gate or self.sources is None or self.answers_from_memory):
+                or not memory_settings().gate or self._heard is None or self.answers_from_memory
+                or not gate.may_be_unsaved(self._latest_message())):  # before reading the turn for the gate
+            return []
+        sources = self.sources
+        if sources is None:
             return []
         offered: list[Operation] = []
         snapshot = self.snapshot
-        for entry in gate.unsaved_statements(self.sources):
+        for entry in gate.unsaved_statements(sources):
             operation = Operation(target="user", action="add", content=entry)
             if entry in snapshot.entries("user"):
                 continue

@@ -390,3 +390,16 @@ def test_in_a_turn_that_gave_a_secret_an_entry_that_starts_with_remember_states_
         assert gate.states_nothing(entry, secret_turn)
         assert not gate.states_nothing(entry, plain_turn)
     assert not gate.states_nothing("Keeps credentials in the password manager.", secret_turn)
+
+
+@pytest.mark.parametrize("message, may", [
+    ("I use Neovim as my editor.", True),
+    ("Thanks. By the way, I lead the SRE team here.", True),
+    ("How do I reverse a list?", False),
+    ("remember: the API is versioned under /v2", False),
+    ("", False),
+])
+def test_only_a_plain_statement_may_have_an_unsaved_statement(message, may):
+    assert gate.may_be_unsaved(message) is may
+    if not may:  # the check before reading the turn never skips what unsaved_statements would offer
+        assert gate.unsaved_statements(gate.TurnSources.from_messages([{"role": "user", "content": message}])) == []

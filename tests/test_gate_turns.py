@@ -495,3 +495,27 @@ async def test_nothing_is_offered_with_the_gate_off(user, scripted_model, settin
     result = await run_turn(user=user, content="I use Neovim as my editor.")
 
     assert result.memory.status == "nothing_to_commit" and await pending(user) == []
+
+
+# --- the gate reads the turn only when it has something to judge -------------------------------
+
+
+async def test_a_turn_without_a_memory_call_never_reads_its_messages_for_the_gate(user, scripted_model, monkeypatch):
+    reads = []
+    original = gate.TurnSources.from_messages.__func__
+
+    def counted(cls, messages):
+        reads.append(1)
+        return original(cls, messages)
+
+    monkeypatch.setattr(gate.TurnSources, "from_messages", classmethod(counted))
+    scripted_model.push(text("Use reversed() or slicing."))
+
+    await run_turn(user=user, content="How do I reverse a list?")
+
+    assert reads == [], "a question answered without a call: nothing to judge"
+    scripted_model.push(tool_call(ops(add("Uses Neovim as their editor", "user"))), text("Noted."))
+
+    result = await run_turn(user=user, content="I use Neovim as my editor.")
+
+    assert result.memory.status == "committed" and reads == [1], "read once, when the tool judged the add"
