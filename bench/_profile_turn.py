@@ -2,7 +2,7 @@
 
 Not run by `make bench` (a profiled server is four times slower; its shares,
 not its milliseconds, are the finding). For each of the memory-off chat server
-and the floor (bench/_floor_asgi.py), in turn: a scratch database with
+and the floor (bench/_floor_asgi.py), in turn (`--servers off,on,floor` adds the memory-on server): a scratch database with
 --clients people (bench/turns.py's), one daphne under bench/_profiled_daphne.py,
 one warm-up turn per client, then --turns plain turns per client (at most 29:
 CHAT_TURN_RATE is 30/min), the profile written to .cache/profile/<server>.prof.
@@ -38,7 +38,8 @@ def profile(server: str, *, server_url: str, clients: int, count: int) -> tuple[
 
         connections.close_all()
         port = turns.free_port()
-        env = {**os.environ, "DATABASE_URL": url, "AGENTMEMORY_ENABLED": "0", "DEMO_MODEL_DELAY_MS": "0",
+        env = {**os.environ, "DATABASE_URL": url, "AGENTMEMORY_ENABLED": "1" if server == "on" else "0",
+               "DEMO_MODEL_DELAY_MS": "0",
                "OPENAI_API_KEY": "", "DEBUG": "0", "SECRET_KEY": "bench-only-secret-key",
                "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING", "PROFILE_OUT": str(out)}
         env.pop("REDIS_URL", None)
@@ -102,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--turns", type=int, default=25, help="measured turns per client (at most 29)")
+    parser.add_argument("--servers", default="off,floor", help="which of off, on (memory on) and floor, in order")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     server_url = _setup.server_url()  # bench_database points DATABASE_URL at its scratch database
-    for server in ("off", "floor"):
+    for server in args.servers.split(","):
         path, cpu_ms = profile(server, server_url=server_url, clients=args.clients, count=args.turns)
         print(f"{server}: {cpu_ms:.2f} ms of server CPU per turn under the profiler")
         report(path, args.clients * (args.turns + 1))
