@@ -300,17 +300,16 @@ def document_named(message: str) -> str | None:
     """Return the document the person's own words put a new entry in, or None when they do not say.
 
     A message that asks to remember or states something (`EXPLICIT`,
-    `STATEMENT`) "about me" names the profile ("user"); one that never
-    speaks of the person (no I, my, we, our, me, ...) tells of the world,
-    not of them: the notes ("memory"). Anything else: None, the model's
-    target stands. Read for the model's adds only (`agentmemory.tool`).
+    `STATEMENT`) "about me" names the profile ("user"). Anything else:
+    None, the model's target stands. A message that never speaks of the
+    person does not name the notes: "Keep code examples short, one per
+    answer." is the person's preference, said as an instruction. Read for
+    the model's adds only (`agentmemory.tool`).
     """
     text = _FENCE.sub(" ", message or "").strip()
     if not text or intent(text) not in (EXPLICIT, STATEMENT):
         return None
-    if _ABOUT_ME.search(text):
-        return "user"
-    return None if _FIRST_PERSON.search(text) else "memory"
+    return "user" if _ABOUT_ME.search(text) else None
 
 
 def _statements(message: str) -> list[str]:

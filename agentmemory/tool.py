@@ -201,10 +201,9 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
 def _route_adds(operations, sources):
     """Put each add in the document the person's own words name (`gate.document_named`).
 
-    "remember about me: ..." names the profile; a message that never speaks
-    of the person names the notes. A small model writes one target for
-    everything, and a fact filed in the wrong document is one the other
-    rules (capacity, make room) then judge wrongly. Return (operations,
+    "remember about me: ..." names the profile. A small model writes one
+    target for everything, and a fact filed in the wrong document is one
+    the other rules (capacity, make room) then judge wrongly. Return (operations,
     [(position, target)] of the adds moved).
     """
     named = gate.document_named(sources.message) if sources is not None and sources.message else None

@@ -15,8 +15,7 @@ also checked at the commit (which replays what was staged).
 - a forget or a correction aimed at the wrong document: moved to the one
   holding its entry.
 - an add in the document the person's words do not name: "remember about
-  me" puts it in the profile, a message that never speaks of the person in
-  the notes; otherwise the model's target stands.
+  me" puts it in the profile; otherwise the model's target stands.
 - a replace on "remember ..." whose match, words of the message, names no
   entry: its content is added; on a correction, or with a match that is
   not from the message, it is still refused.
@@ -219,8 +218,6 @@ async def test_a_call_in_the_wrong_document_is_refused_with_the_call_that_fits(u
 @pytest.mark.parametrize("message, sent, lands", [
     ("remember about me: is fluent in Japanese", "memory", "user"),
     ("Something worth knowing about me from now on: I've become the on-call lead.", "memory", "user"),
-    ("remember: the public API is versioned under /v2", "user", "memory"),
-    ("Note for the future: all services publish their domain events to Kafka.", "user", "memory"),
 ])
 async def test_an_add_goes_to_the_document_the_persons_words_name(user, scripted_model, message, sent, lands):
     scripted_model.push(tool_call(ops({"target": sent, "action": "add", "content": "The fact, reworded"})),
@@ -237,6 +234,8 @@ async def test_an_add_goes_to_the_document_the_persons_words_name(user, scripted
 
 @pytest.mark.parametrize("message, sent", [
     ("remember that our staging cluster is called kestrel", "memory"),  # speaks of "our": the model decides
+    ("Keep code examples short, one per answer.", "user"),  # a preference said as an instruction: stays
+    ("remember: the public API is versioned under /v2", "user"),  # no "about me": the model's target stands
     ("remember that I prefer TOML for configuration", "user"),
     ("What is the API versioned under?", "user"),  # a question names nothing
 ])

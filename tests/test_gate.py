@@ -346,9 +346,9 @@ def test_a_credential_word_alone_is_no_secret_when_the_turn_gave_none():
     ("remember about me: works as a site reliability engineer", "user"),
     ("Remember this about me: I'm allergic to long YAML files.", "user"),
     ("Something worth knowing about me from now on: I lead on-call.", "user"),
-    ("remember: the public API is versioned under /v2", "memory"),
-    ("Note for the future: services publish events to Kafka.", "memory"),
-    ("The team deploys with Ansible every Thursday.", "memory"),
+    ("remember: the public API is versioned under /v2", None),  # the model decides
+    ("Keep code examples short, one per answer.", None),  # a preference, said as an instruction
+    ("The team deploys with Ansible every Thursday.", None),
     ("Please remember that our staging cluster is called kestrel.", None),  # "our": the model decides
     ("I use Neovim as my editor.", None),
     ("What is the API versioned under?", None),  # a question names no document
