@@ -265,16 +265,32 @@ def _numbers(cited: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(n) for n in re.findall(r"\d+", cited)))
 
 
+# How many "}" from the end a cut-off JSON reply is tried at before it is read as lines.
+_PARTIAL_TRIES = 20
+
+
 def _json_lines(text: str, *, partial: bool = False) -> list[tuple[str, tuple[int, ...]]] | None:
     """The lines of a reply written as a JSON list, or None when it is not one (`partial`: up to its last complete
-    object, the list closed there)."""
-    start, end = text.find("["), (text.rfind("}") if partial else text.rfind("]"))
-    if start < 0 or end <= start:
-        return None
-    try:
-        items = json.loads(text[start:end + 1] + ("]" if partial else ""))
-    except ValueError:
-        return None
+    object, the list closed there; a "}" inside the unfinished note's text is not its end)."""
+    start = text.find("[")
+    items = None
+    if partial:
+        end = text.rfind("}")
+        for _try in range(_PARTIAL_TRIES):  # bounded: a reply of braces must not cost a parse per brace
+            if items is not None or start < 0 or end <= start:
+                break
+            try:
+                items = json.loads(text[start:end + 1] + "]")
+            except ValueError:
+                end = text.rfind("}", start, end)
+    else:
+        end = text.rfind("]")
+        if start < 0 or end <= start:
+            return None
+        try:
+            items = json.loads(text[start:end + 1])
+        except ValueError:
+            return None
     if not isinstance(items, list) or not items or not all(isinstance(item, (dict, str)) for item in items):
         return None
     lines: list[tuple[str, tuple[int, ...]]] = []

@@ -314,7 +314,8 @@ def test_a_failed_or_cut_off_model_proposes_nothing(user, model, steps):
 @pytest.mark.parametrize("cut", [
     f"{MERGED} [1,2]\n{FRIDAYS}",  # lines: the last one, unfinished, is not read
     json.dumps([{"from": [1, 2], "text": MERGED}])[:-1] + ', {"from": [3], "te',  # JSON: up to its last whole note
-], ids=["lines", "json"])
+    json.dumps([{"from": [1, 2], "text": MERGED}])[:-1] + ', {"from": [3], "text": "Deploys {weekly} on Fri',
+], ids=["lines", "json", "json_with_a_brace_in_the_cut_note"])
 def test_a_last_answer_cut_off_again_proposes_the_notes_it_finished_and_keeps_the_rest(user, model, cut):
     seeded(user)
     model.push(Say(cut, finished=False), Say(cut, finished=False))
