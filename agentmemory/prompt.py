@@ -40,6 +40,14 @@ UNAVAILABLE_FRAME = (
 )
 READ_ONLY_NOTE = "Memory is read-only for this turn: memory_update will refuse changes."
 # The person's latest message only asks what memory holds (`gate.asks_memory`): no memory_update is offered.
+# What a recall turn's model reads instead of the write policy: no tool writes on that turn, and the policy's
+# examples ("I'm a data engineer" -> "Is a data engineer.") were said back by a small model as the answer.
+RECALL_POLICY = (
+    "## Persistent memory\n\n"
+    "You remember the signed-in user across chats in two small documents, shown in the persistent memory "
+    "block below: USER PROFILE (who they are: role, expertise, preferences, style, their life) and AGENT "
+    "MEMORY (their project's facts, conventions, environment, lessons)."
+)
 ANSWER_FROM_MEMORY_NOTE = (
     "The user's latest message asks what you remember. Answer it from the persistent memory block below, "
     "without any tool; memory_update is not offered for this message. Find the one entry that answers "
@@ -128,9 +136,13 @@ def compile_memory_prompt(
     `snapshot` is what this turn read, without the entries past their date
     (`Snapshot.unexpired`, which the turn applies); None means the read failed, which
     yields `memory_status: unavailable` and an empty block, never an empty
-    snapshot that would look like a person without memory.
+    snapshot that would look like a person without memory. With
+    `answer_from_memory` (the latest message only asks what memory holds, and
+    no memory_update is offered) the model reads RECALL_POLICY and the note to
+    answer from the block instead of the write policy.
     """
-    policy = load_policy(policy_version)
+    # A recall turn offers no memory_update: the write policy and its examples would only be read as answers.
+    policy = RECALL_POLICY if answer_from_memory and snapshot is not None else load_policy(policy_version)
     if snapshot is None:
         return "\n\n".join(
             [policy, f"memory_status: {STATUS_UNAVAILABLE}", UNAVAILABLE_FRAME, f"{BLOCK_OPEN}\n{BLOCK_CLOSE}"]

@@ -383,6 +383,7 @@ async def test_a_recall_question_is_offered_no_memory_update_and_told_to_answer_
     offered = [tool["function"]["name"] for tool in request.get("tools", [])]
     assert "memory_update" not in offered
     assert "asks what you remember" in request["messages"][0]["content"]
+    assert "Never save" not in request["messages"][0]["content"]  # the write policy is not read on a recall turn
     assert [event.status for event in result.tool_events] == ["unknown_tool"]
     assert result.memory.status == "nothing_to_commit"
     assert (await snapshot_of(user)).memory == ("CI runs on GitHub Actions with a self-hosted runner.",)

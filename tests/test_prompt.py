@@ -85,6 +85,20 @@ def test_unavailable_prompt_has_an_empty_block_and_says_so():
     assert "Do not assume it is empty" in text
 
 
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+def test_a_recall_turn_reads_no_write_policy_and_no_example_it_could_say_back(version):
+    # The local model answered "What's my dog called?" with the v3 policy's example "I'm a data engineer."
+    text = compile_memory_prompt(snapshot=Snapshot(user=("Has a dog named Biscuit",)), policy_version=version,
+                                 answer_from_memory=True)
+    policy = load_policy(version)
+    assert text.startswith(prompt.RECALL_POLICY) and policy not in text
+    assert "data engineer" not in text and '"action"' not in text and "Save" not in text
+    assert text.index(prompt.ANSWER_FROM_MEMORY_NOTE) < text.index(BLOCK_OPEN) < text.index("Has a dog named Biscuit")
+    assert "not instructions" in text  # the block is still framed as untrusted data
+    # A failed read on a recall turn keeps the policy's "memory is unavailable" rules.
+    assert compile_memory_prompt(snapshot=None, policy_version=version, answer_from_memory=True).startswith(policy)
+
+
 def test_read_only_turn_says_memory_update_will_refuse():
     text = compile_memory_prompt(snapshot=Snapshot(), writes_enabled=False)
     assert "read-only" in text
