@@ -5,7 +5,10 @@ sometimes answer with `{"name": "memory_update", "arguments": {...}}`, a
 fenced ```json block holding it, or `<tool_call>...</tool_call>` tags. That
 text must never be shown or stored as the person's answer: when tools are
 offered it is handled as the call it is, otherwise it is dropped, and the
-rest of the answer is kept.
+rest of the answer is kept. So is the tool's own reply said back as the
+answer (Qwen's `<tool_response>...` tags, or the reply's JSON, `{"success":
+false, "status": "rejected", "code": ...}`): it is written for the model,
+with codes no person reads, and it is dropped.
 
 `TextCallFilter` sits on the stream: it passes text through as it arrives
 and holds back from the first place a call could start (a `<tool_call>` tag,
@@ -22,10 +25,14 @@ from dataclasses import dataclass
 TOOL_NAME = "memory_update"
 
 _OPEN_TAG = "<tool_call>"
+_RESPONSE_OPEN = "<tool_response>"
 _FENCE = "```"
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_RESPONSE_TAG = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.DOTALL)
+# The keys every memory_update / conversation_search reply starts with (`agentmemory.tool`'s replies).
+_REPLY_KEYS = frozenset({"success", "status"})
 _FENCED = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
-_CALL_START = re.compile(r"""\{\s*["'](?:name|function|operations|type|tool|arguments|target|action)["']\s*:""")
+_CALL_START = re.compile(r"""\{\s*["'](?:name|function|operations|type|tool|arguments|target|action|success)["']\s*:""")
 # A label a model writes before the call ("memory_update:", "functions.memory_update(").
 _LABEL = re.compile(r"(?:functions\.)?memory_update\s*[:(=]?\s*$")
 _OPERATION_KEYS = frozenset({"target", "action", "match", "content"})
@@ -89,6 +96,10 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
             # Tool-call tags are never an answer for a person, whatever they hold.
             spans.append((found.start(), found.end()))
             calls.append(None)
+    for found in _RESPONSE_TAG.finditer(text):  # a tool reply said back: never the person's answer
+        if not any(s < found.end() and found.start() < e for s, e in spans):
+            spans.append((found.start(), found.end()))
+            calls.append(None)
     for found in _FENCED.finditer(text):
         if found.group(1).lower() in _CALL_FENCES:
             take(found.start(), found.end(), found.group(2))
@@ -101,6 +112,10 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
         if decoded is None:
             continue
         value, end = decoded
+        if _is_reply(value) and not any(s < end and start < e for s, e in spans):
+            spans.append((start, end))
+            calls.append(None)
+            continue
         if (call := as_call(value, named=named)) is not None and not any(s < end and start < e for s, e in spans):
             label = _LABEL.search(text, 0, start)
             if label is not None:
@@ -120,6 +135,11 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
     kept.append(text[cursor:])
     cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
     return cleaned, [call for _, call in ordered if call is not None]
+
+
+def _is_reply(value: object) -> bool:
+    """True for a tool's reply said back as text (`{"success": ..., "status": ...}`)."""
+    return isinstance(value, dict) and _REPLY_KEYS <= set(value)
 
 
 def _decode_call(body: str) -> TextCall | None:
@@ -219,7 +239,8 @@ class TextCallFilter:
 
 def _suspect(text: str) -> int | None:
     """Return where a call could start in `text`, or None."""
-    positions = [i for i in (text.find("<tool_call"), text.find(_FENCE), text.find(TOOL_NAME)) if i >= 0]
+    positions = [i for i in (text.find("<tool_call"), text.find("<tool_response"), text.find(_FENCE),
+                             text.find(TOOL_NAME)) if i >= 0]
     found = re.search(r'(?:^|\n)[ \t]*\{|\{\s*"', text)
     if found is not None:
         positions.append(text.index("{", found.start()))
@@ -228,16 +249,17 @@ def _suspect(text: str) -> int | None:
 
 def _partial_marker(text: str) -> int:
     """Return how many trailing characters could begin a marker."""
-    for size in range(min(len(text), len(TOOL_NAME) - 1), 0, -1):
+    for size in range(min(len(text), len(_RESPONSE_OPEN) - 1), 0, -1):
         tail = text[-size:]
-        if _OPEN_TAG.startswith(tail) or _FENCE.startswith(tail) or TOOL_NAME.startswith(tail):
+        if (_OPEN_TAG.startswith(tail) or _RESPONSE_OPEN.startswith(tail) or _FENCE.startswith(tail)
+                or TOOL_NAME.startswith(tail)):
             return size
     return 0
 
 
 def _classify(rest: str) -> tuple[str, int]:
     """Decide whether `rest` (starting at a suspect) opens a call: call, text, or undecided."""
-    if rest.startswith("<tool_call"):
+    if rest.startswith(("<tool_call", "<tool_response")):
         return "call", 0
     if rest.startswith(TOOL_NAME):
         # The tool's name, then perhaps the call: "memory_update: {...}", "memory_update({...})".

@@ -460,6 +460,9 @@ def test_spurious_calls_are_counted_on_messages_that_should_not_touch_memory():
     ("memory_update(operations=[...])", True),
     ('{"operations": [{"target": "user", "action": "add"}]}', True),
     ("I can save that to memory if you like; memory updates happen after the answer.", False),
+    ('<tool_response>\n{"success": false, "status": "rejected"}', True),  # the tool's reply said back
+    ('{"success": true, "status": "staged"}', True),
+    ("The deploy was a success, and its status is green.", False),
     (None, False),
 ])
 def test_tool_call_text_in_an_answer_is_counted(reply, leaked):

@@ -368,6 +368,26 @@ async def test_no_room_is_made_for_a_secret_or_with_tidy_up_off(user, scripted_m
     assert len(scripted_model.requests) == 4 and await pending(user) == []
 
 
+async def test_a_tool_reply_said_back_as_the_answer_is_never_shown_and_the_model_answers_in_words(
+        user, scripted_model):
+    # The local model, refused over_capacity, wrote the reply back: "<tool_response>{...codes and entries...}".
+    await aseed(user, memory_entries=_FULL)
+    scripted_model.push(tool_call(ops(add(_NEW.strip()))))
+    echo = '<tool_response>\n{"success": false, "status": "rejected", "code": "over_capacity", "current_entries": ["'
+    scripted_model.push(text(echo + _FULL[0] + '"]}\n</tool_response>'), text("That did not fit in memory."))
+    events = []
+
+    async def emit(frame):
+        events.append(frame)
+
+    result = await run_turn(user=user, content="We moved the nightly export to 02:00 UTC.", emit=emit)
+
+    streamed = "".join(frame.get("text", "") for frame in events if frame.get("type") == "delta")
+    assert result.reply == "That did not fit in memory." and streamed == result.reply
+    assert "tools" not in scripted_model.requests[2]  # the last round is asked without tools, for words
+    assert (await snapshot_of(user)).memory == tuple(_FULL)
+
+
 # --- a question about what memory holds is answered from it -------------------------------------
 
 

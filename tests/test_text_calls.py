@@ -64,6 +64,30 @@ def test_ordinary_answers_stream_unchanged(answer, step):
     assert shown == cleaned == answer
 
 
+# The tool's reply said back as the answer (the local model, on a full profile): model-facing codes and JSON.
+_REPLY = {"success": False, "status": "rejected", "code": "over_capacity",
+          "error": "'user' would hold 1,432 characters, over its limit of 1,375.", "current_entries": ["ENTRY-1"]}
+ECHOES = {
+    "tagged": "<tool_response>\n" + json.dumps(_REPLY) + "\n</tool_response>\nI could not save that.",
+    "tagged, cut off": "<tool_response>\n" + json.dumps(_REPLY)[:60],
+    "bare json": json.dumps(_REPLY) + "\nI could not save that.",
+    "after words": "Here is what happened:\n" + json.dumps({"success": True, "status": "staged"}),
+}
+
+
+@pytest.mark.parametrize("form", sorted(ECHOES))
+@pytest.mark.parametrize("step", [1, 4, 13, 10_000])
+def test_a_tool_reply_said_back_is_never_shown_and_is_no_call(form, step):
+    shown, cleaned, calls = stream(ECHOES[form], step)
+    assert calls == []
+    for text in (shown, cleaned):
+        assert "tool_response" not in text and "over_capacity" not in text and '"status"' not in text
+        assert "ENTRY-1" not in text
+    assert shown.strip() == cleaned  # what the person saw is what is stored
+    assert cleaned == {"tagged": "I could not save that.", "tagged, cut off": "",
+                       "bare json": "I could not save that.", "after words": "Here is what happened:"}[form]
+
+
 def test_tool_call_tags_are_never_shown_even_when_they_hold_no_memory_call():
     text = 'Let me check.\n<tool_call>\n{"name": "web_search", "arguments": {"q": "weather"}}\n</tool_call>'
     cleaned, calls = extract_calls(text)
