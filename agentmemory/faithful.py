@@ -14,7 +14,12 @@ read and a test can pin:
 - the line's content words (function words aside, compared by a crude stem)
   come from its sources, but for a few: at most `NEW_WORDS_ALLOWED` or a
   quarter of the line's content words, whichever is larger, so a paraphrase
-  ("likes" for "prefers") passes and a new claim does not.
+  ("likes" for "prefers") passes and a new claim does not;
+- a line that merges entries keeps something of each (`keeps_every_source`):
+  every entry it cites that has content words of its own (words no other
+  cited entry has) shares at least one of them with the line, so a merge
+  never drops a whole fact ("English and German" made of nine entries about
+  editors, tests and timezones, as the local model wrote).
 
 `align` finds the one entry an uncited line was made from: the entry whose
 words make up most of the line's (`ALIGN_SHARE`), and clearly more than any
@@ -86,6 +91,18 @@ def says_nothing_new(line: str, sources: Sequence[str]) -> bool:
         return False
     new = mine - content_stems(joined)
     return len(new) <= max(NEW_WORDS_ALLOWED, int(len(mine) * NEW_WORDS_SHARE))
+
+
+def keeps_every_source(line: str, sources: Sequence[str]) -> bool:
+    """Return True when `line` keeps at least one of each source's own content words (the module's fourth rule)."""
+    mine = content_stems(line)
+    stems = [content_stems(source) for source in sources]
+    for index, own in enumerate(stems):
+        others = set().union(*(other for at, other in enumerate(stems) if at != index))
+        distinct = own - others
+        if distinct and not distinct & mine:
+            return False
+    return True
 
 
 def align(line: str, candidates: Iterable[tuple[int, str]]) -> int | None:

@@ -290,13 +290,12 @@ _NEW = "The nightly data export to the analytics bucket runs at 02:00 UTC and ta
 async def test_a_save_that_does_not_fit_is_offered_with_room_made_and_saved_by_the_person(user, scripted_model):
     await aseed(user, memory_entries=_FULL)
     merged = "Notes 1-2: the nightly export writes parquet files to the analytics bucket."
-    new_number = len(_FULL) + 1
     scripted_model.push(
         tool_call(ops(add(_NEW.strip()))),
         text("Your memory is full, so I could not save that."),
-        # The tidy request (one, after the turn's commit): merge 1 and 2, keep the rest, keep the new entry.
-        text("\n".join([f"{merged} [1,2]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[2:], start=3)],
-                        f"Nightly analytics export: 02:00 UTC, about forty minutes [{new_number}]"])),
+        # The tidy request (one, after the turn's commit): merge 1 and 2, keep the rest. The new entry is not
+        # shown to the model: trusted code adds it as it was.
+        text("\n".join([f"{merged} [1,2]", *[f"{entry} [{n}]" for n, entry in enumerate(_FULL[2:], start=3)]])),
     )
 
     result = await run_turn(user=user, content="remember: " + _NEW.strip())
@@ -305,7 +304,7 @@ async def test_a_save_that_does_not_fit_is_offered_with_room_made_and_saved_by_t
     assert result.memory.status == "nothing_to_commit" and result.memory.memory_full
     assert len(scripted_model.requests) == 3
     tidy_request = scripted_model.requests[2]["messages"]
-    assert '"new": true' in tidy_request[1]["content"] and "tools" not in scripted_model.requests[2]
+    assert "nightly data export" not in json.dumps(tidy_request) and "tools" not in scripted_model.requests[2]
     assert all(message["role"] in ("system", "user") for message in tidy_request), "no chat history, no answer"
     unchanged = (await snapshot_of(user)).memory == tuple(_FULL)
     assert unchanged, "nothing is saved before the person saves"
@@ -318,7 +317,7 @@ async def test_a_save_that_does_not_fit_is_offered_with_room_made_and_saved_by_t
 
     assert saved.changed
     memory = (await snapshot_of(user)).memory
-    consolidated = memory[0] == merged and memory[-1] == "Nightly analytics export: 02:00 UTC, about forty minutes"
+    consolidated = memory[0] == merged and memory[-1] == _NEW.strip()
     assert consolidated and len(memory) == len(_FULL)
 
 
@@ -438,8 +437,7 @@ async def test_a_merge_that_missed_before_an_add_that_cannot_fit_is_offered_with
         tool_call(ops({"target": "memory", "action": "replace", "match": "Notes about exports",
                        "content": "Nightly export notes."}, add(_NEW.strip()))),
         text("I could not save that."),
-        text("\n".join([*[f"{entry} [{n}]" for n, entry in enumerate(_FULL[:8], start=1)],
-                        f"Nightly analytics export: 02:00 UTC, about forty minutes [{len(_FULL) + 1}]"])),
+        text("\n".join(f"{entry} [{n}]" for n, entry in enumerate(_FULL[:8], start=1))),  # the ninth is stale
     )
 
     result = await run_turn(user=user, content="remember: " + _NEW.strip())

@@ -21,7 +21,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from agentmemory import proposals, provenance, services, store, tidy
+from agentmemory import faithful, proposals, provenance, services, store, tidy
 from agentmemory.api import TidyThrottle
 from agentmemory.models import Actor, MemoryDocument, MemoryEvent, MemoryProposal, Outcome
 from agentmemory.rules import SEPARATOR, Operation, Snapshot
@@ -258,12 +258,13 @@ OTHERS_KEPT = [("remove", VIM_AGAIN), ("replace", VIM)]
     (f"{MERGED} [1,2]\nNever deploys to staging on Fridays. [3]", OTHERS_KEPT),  # a negation added: left out
     (f"{MERGED} [1,2]\n{FRIDAYS} [3]\nThe old staging host is pluto-4. [4]", OTHERS_KEPT),  # a number changed
     (f"{MERGED} [1,2]", OTHERS_KEPT),  # half the document left out: not a whole document, nothing dropped
+    (f"{FRIDAYS} [1,3]\n{MERGED} [1,2]", OTHERS_KEPT),  # a merge that drops entry 1's fact: left out
     (json.dumps([{"from": [1, 2], "text": MERGED}, {"from": [3], "text": FRIDAYS}]), STALE_DROPPED),
     ("```json\n" + json.dumps([{"number": 1, "text": MERGED}, {"number": 2, "text": VIM_AGAIN},
                                 {"number": 3, "text": FRIDAYS}]) + "\n```",
      [("remove", OLD_HOST), ("replace", VIM)]),  # the request's own form echoed back, entry 1 shortened
 ], ids=["whole", "new-fact", "unknown-number", "used-twice", "uncited", "wrong-number", "negation", "number-changed",
-        "half-left-out", "json", "json-echo"])
+        "half-left-out", "merge-drops-an-entry", "json", "json-echo"])
 def test_each_line_is_judged_alone(reply, expected):
     snapshot = Snapshot(memory=(VIM, VIM_AGAIN, FRIDAYS, OLD_HOST))
 
@@ -274,11 +275,13 @@ def test_each_line_is_judged_alone(reply, expected):
     assert [op.content for op in replaced] == [MERGED]
 
 
-def test_a_pending_entry_no_line_keeps_is_added_and_the_request_gives_a_word_budget():
+def test_the_request_gives_a_word_budget_that_leaves_room_for_the_pending_entry_it_never_shows():
     snapshot = Snapshot(memory=(VIM, FRIDAYS))
-    request = tidy.build_request(snapshot, "memory", {"user": 1375, "memory": 2200}, pending=[OLD_HOST])
-    assert "at most 89 words" in request[0]["content"]  # 2,200 x 0.85 shared by 3 entries, 7 characters a word
-    assert '"new": true' in request[1]["content"]
+    request = tidy.build_request(snapshot, "memory", {"user": 1375, "memory": 2200})
+    assert "at most 133 words" in request[0]["content"]  # 2,200 x 0.85 shared by 2 entries, 7 characters a word
+    request = tidy.build_request(snapshot, "memory", {"user": 1375, "memory": 2200}, pending=["x" * 997])
+    assert "at most 72 words" in request[0]["content"]  # (2,200 - 1,000) x 0.85 shared by 2 entries
+    assert "must fit in 1,200 characters" in request[0]["content"] and "of 2,200 characters" in request[1]["content"]
 
     operations = tidy.parse_reply(json.dumps([{"from": [1], "text": "Uses vim for everything"},
                                               {"from": [2], "text": "Deploys to staging Fridays"}]),
@@ -286,6 +289,19 @@ def test_a_pending_entry_no_line_keeps_is_added_and_the_request_gives_a_word_bud
 
     assert [(op.action, op.entry) for op in operations] == [("replace", VIM), ("replace", FRIDAYS), ("add", None)]
     assert operations[-1].content == OLD_HOST
+
+
+@pytest.mark.parametrize("line, sources, kept", [
+    ("Uses vim for all editing.", [VIM, VIM_AGAIN], True),  # duplicates: nothing of their own to keep
+    ("Uses vim; deploys to staging on Fridays.", [VIM, FRIDAYS], True),
+    ("Uses vim.", [VIM, FRIDAYS], False),  # the Friday deploys are gone
+    # What the local model wrote for nine profile entries about editors, tests, timezones and languages.
+    ("English and German", ["Edits code in Neovim with LSP.", "Is in the Europe/Berlin timezone.",
+                            "Reads documentation in English but is a native German speaker."], False),
+    ("Password manager", ["Uses a password manager for all credentials."], True),  # one entry: terse is allowed
+])
+def test_a_merge_keeps_something_of_every_entry_it_cites(line, sources, kept):
+    assert faithful.keeps_every_source(line, sources) is kept
 
 
 def test_the_reply_may_wear_bullets_fences_and_spaces():
@@ -592,23 +608,22 @@ def test_a_tidy_never_reaches_the_logs(user, model, caplog):
     assert caplog.records and not logged, "memory content reached the logs"
 
 
-def test_pending_entries_are_numbered_on_and_kept_whatever_the_model_does():
-    """Make room (a save that did not fit): new entries follow the document's, and the reply cannot drop them."""
+def test_pending_entries_are_never_shown_and_are_added_as_they_were_whatever_the_model_does():
+    """Make room (a save that did not fit): the model rewrites the document only; what was to be saved is added
+    as it was. Shown to the local model, it was all the model rewrote, or it was merged away."""
     snapshot = Snapshot(memory=(VIM, VIM_AGAIN, FRIDAYS))
     request = tidy.build_request(snapshot, "memory", {"user": 1375, "memory": 2200}, pending=[OLD_HOST])
     listed = json.loads(request[1]["content"].split("\n", 1)[1])
-    assert [(item["number"], item.get("new", False)) for item in listed] == [(1, False), (2, False), (3, False),
-                                                                            (4, True)]
-    assert 'Entries marked "new" are rewritten' in request[0]["content"]
+    assert [item["number"] for item in listed] == [1, 2, 3] and OLD_HOST not in json.dumps(request)
+    assert "new" not in request[0]["content"]
 
-    merged_in = tidy.parse_reply(f"{MERGED} [1,2]\n{FRIDAYS} and {OLD_HOST} [3,4]", snapshot, "memory", [OLD_HOST])
-    assert [(op.action, op.entry) for op in merged_in] == [("remove", VIM_AGAIN), ("replace", VIM), ("replace", FRIDAYS)]
-    on_its_own = tidy.parse_reply(f"{MERGED} [1,2]\n{FRIDAYS} [3]\n{OLD_HOST} [4]", snapshot, "memory", [OLD_HOST])
-    assert [op.action for op in on_its_own] == ["remove", "replace", "add"]
-    # Cited beside an entry kept unchanged, or not cited at all: trusted code adds it as it was.
-    for reply in (f"{MERGED} [1,2]\n{FRIDAYS} [3,4]", f"{MERGED} [1,2]\n{FRIDAYS} [3]"):
+    for reply in (f"{MERGED} [1,2]\n{FRIDAYS} [3]", f"{MERGED} [1,2]\n{FRIDAYS} and {OLD_HOST} [3]",
+                  f"{MERGED} [1,2]\n{FRIDAYS} [3]\n{OLD_HOST} [4]"):
         operations = tidy.parse_reply(reply, snapshot, "memory", [OLD_HOST])
         added = [op for op in operations if op.action == "add"]
-        assert len(added) == 1 and added[0].content == OLD_HOST
+        assert [op.content for op in added] == [OLD_HOST]  # once, as it was
+        assert [(op.action, op.entry) for op in operations][:2] == [("remove", VIM_AGAIN), ("replace", VIM)]
     with pytest.raises(tidy.TidyFailed):
-        tidy.parse_reply(f"{MERGED} [1,2,5]", snapshot, "memory", [OLD_HOST])  # no entry 5
+        tidy.parse_reply(f"{OLD_HOST} [4]", snapshot, "memory", [OLD_HOST])  # no entry 4: nothing usable
+
+
