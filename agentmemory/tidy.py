@@ -49,9 +49,9 @@ from .conf import memory_settings
 from .notify import broadcast_memory_changed_sync
 from .rules import (
     MAX_OPERATIONS,
+    SEPARATOR,
     TARGETS,
     TITLES,
-    SEPARATOR,
     MemoryValidationError,
     Operation,
     Snapshot,
