@@ -195,9 +195,10 @@ class RequestAgent:
                         raise _incomplete(reply.finish_reason)
                     shown.append(reply.text)
                     text = "".join(shown).strip()
-                    if not text and events and not last:
-                        # Small models sometimes end silently after a tool result: ask
-                        # once more, without tools, so the memory step never costs the answer.
+                    if not text and (events or reply.dropped) and not last:
+                        # Small models sometimes end silently after a tool result, or write only a
+                        # made-up tool reply: ask once more, without tools, so the memory step never
+                        # costs the answer.
                         offered = False
                         continue
                     if not text:
@@ -287,7 +288,8 @@ class RequestAgent:
              "function": {"name": TOOL_NAME, "arguments": call.arguments}}
             for n, call in enumerate(written)
         ]
-        return _Round(text=cleaned, calls=calls, finish_reason=finish_reason)
+        return _Round(text=cleaned, calls=calls, finish_reason=finish_reason,
+                      dropped=not cleaned.strip() and bool(text.text.strip()))
 
     async def _run_search(self, call: dict, count: int) -> tuple[ToolEvent, dict]:
         """Run conversation_search for the turn's person: read-only, never staged."""
@@ -339,6 +341,7 @@ class _Round:
     text: str
     calls: list[dict]
     finish_reason: str | None
+    dropped: bool = False  # the model wrote only what is never an answer (a tool's reply said back)
 
 
 def _withdrawn(call: dict) -> tuple[ToolEvent, dict]:

@@ -387,6 +387,17 @@ async def test_a_tool_reply_said_back_as_the_answer_is_never_shown_and_the_model
     assert (await snapshot_of(user)).memory == tuple(_FULL)
 
 
+async def test_an_answer_that_is_only_a_made_up_tool_reply_is_asked_for_again_in_words(user, scripted_model):
+    # The local model answered a message with '<tool_response>{"success": true, "status": "staged"}' and no call.
+    scripted_model.push(text('<tool_response>\n{"success": true, "status": "staged"}\n</tool_response>'),
+                        text("Good progress today."))
+
+    result = await run_turn(user=user, content="So far today we fixed the login bug; the CSV export is next.")
+
+    assert result.reply == "Good progress today." and result.memory.status == "nothing_to_commit"
+    assert len(scripted_model.requests) == 2 and "tools" not in scripted_model.requests[1]
+
+
 # --- a question about what memory holds is answered from it -------------------------------------
 
 
