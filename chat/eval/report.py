@@ -189,7 +189,9 @@ How to read the figures:
   expose them, so they are missing there).
 - *Tool-call text in answers*: answers shown to the person that contain
   tool-call syntax: a tool's name in quotes or called like a function,
-  `<tool_call>` / `<function_call>` tags, or `"operations": [`.
+  `<tool_call>` / `<function_call>` tags, or `"operations": [`; and the
+  tool's reply said back (`<tool_response>` tags, or `"success": …,
+  "status"`).
 - *Questions offered*: turns on which trusted code offered a change as a
   question instead of saving it (a proposal was created: the outcome is
   `proposed` with code `asked`, or `committed` with code `partly_asked` when
