@@ -227,6 +227,7 @@ class MemoryTurn:
         self.limits = dict(limits or config.limits)
         # What the turn's messages said, for trusted judgement of what the model stages (`heard`).
         self._heard: list | None = None  # the turn's messages (`heard`), read into `sources` when first needed
+        self._asks_memory: bool | None = None  # `gate.asks_memory` of the latest message, read once a turn
         self._sources: gate.TurnSources | None = None
         self.snapshot: Snapshot | None = None
         self.today: str | None = None
@@ -297,7 +298,7 @@ class MemoryTurn:
         transient note or an edit their latest message did not ask for.
         Without it only the entries' own features are judged.
         """
-        self._heard, self._sources = list(messages), None
+        self._heard, self._sources, self._asks_memory = list(messages), None, None
 
     @property
     def sources(self) -> gate.TurnSources | None:
@@ -337,8 +338,11 @@ class MemoryTurn:
         rewrites it, and a small model that calls tools on recall questions
         answers from the prompt instead. Needs `heard()` and the gate on.
         """
-        return (self.enabled and self._heard is not None and memory_settings().gate
-                and gate.asks_memory(self._latest_message()))
+        if not (self.enabled and self._heard is not None and memory_settings().gate):
+            return False
+        if self._asks_memory is None:  # asked for by the prompt, the tools and the turn's end: read once
+            self._asks_memory = gate.asks_memory(self._latest_message())
+        return self._asks_memory
 
     def prompt(self, *, policy_version: str | None = None) -> str | None:
         """Return the memory section of this turn's system prompt (None when memory is off)."""

@@ -539,11 +539,15 @@ async def test_a_turn_without_a_memory_call_never_reads_its_messages_for_the_gat
         return original(cls, messages)
 
     monkeypatch.setattr(gate.TurnSources, "from_messages", classmethod(counted))
+    asked = []
+    asks_memory = gate.asks_memory
+    monkeypatch.setattr(gate, "asks_memory", lambda message: asked.append(1) or asks_memory(message))
     scripted_model.push(text("Use reversed() or slicing."))
 
     await run_turn(user=user, content="How do I reverse a list?")
 
     assert reads == [], "a question answered without a call: nothing to judge"
+    assert asked == [1], "whether it asks what memory holds is read once (prompt, tools and the turn's end ask)"
     scripted_model.push(tool_call(ops(add("Uses Neovim as their editor", "user"))), text("Noted."))
 
     result = await run_turn(user=user, content="I use Neovim as my editor.")
