@@ -6,9 +6,11 @@ fenced ```json block holding it, or `<tool_call>...</tool_call>` tags. That
 text must never be shown or stored as the person's answer: when tools are
 offered it is handled as the call it is, otherwise it is dropped, and the
 rest of the answer is kept. So is the tool's own reply said back as the
-answer (Qwen's `<tool_response>...` tags, or the reply's JSON, `{"success":
-false, "status": "rejected", "code": ...}`): it is written for the model,
-with codes no person reads, and it is dropped.
+answer in Qwen's `<tool_response>...` tags (`{"success": false, "status":
+"rejected", "code": ...}`): it is written for the model, with codes no
+person reads, and it is dropped. The same JSON without the tags is left
+alone: `{"success": ..., "status": ...}` is also what an API example in an
+ordinary answer looks like.
 
 `TextCallFilter` sits on the stream: it passes text through as it arrives
 and holds back from the first place a call could start (a `<tool_call>` tag,
@@ -29,10 +31,8 @@ _RESPONSE_OPEN = "<tool_response>"
 _FENCE = "```"
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _RESPONSE_TAG = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.DOTALL)
-# The keys every memory_update / conversation_search reply starts with (`agentmemory.tool`'s replies).
-_REPLY_KEYS = frozenset({"success", "status"})
 _FENCED = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
-_CALL_START = re.compile(r"""\{\s*["'](?:name|function|operations|type|tool|arguments|target|action|success)["']\s*:""")
+_CALL_START = re.compile(r"""\{\s*["'](?:name|function|operations|type|tool|arguments|target|action)["']\s*:""")
 # A label a model writes before the call ("memory_update:", "functions.memory_update(").
 _LABEL = re.compile(r"(?:functions\.)?memory_update\s*[:(=]?\s*$")
 _OPERATION_KEYS = frozenset({"target", "action", "match", "content"})
@@ -112,10 +112,6 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
         if decoded is None:
             continue
         value, end = decoded
-        if _is_reply(value) and not any(s < end and start < e for s, e in spans):
-            spans.append((start, end))
-            calls.append(None)
-            continue
         if (call := as_call(value, named=named)) is not None and not any(s < end and start < e for s, e in spans):
             label = _LABEL.search(text, 0, start)
             if label is not None:
@@ -135,11 +131,6 @@ def extract_calls(text: str) -> tuple[str, list[TextCall]]:
     kept.append(text[cursor:])
     cleaned = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
     return cleaned, [call for _, call in ordered if call is not None]
-
-
-def _is_reply(value: object) -> bool:
-    """True for a tool's reply said back as text (`{"success": ..., "status": ...}`)."""
-    return isinstance(value, dict) and _REPLY_KEYS <= set(value)
 
 
 def _decode_call(body: str) -> TextCall | None:

@@ -461,7 +461,7 @@ def test_spurious_calls_are_counted_on_messages_that_should_not_touch_memory():
     ('{"operations": [{"target": "user", "action": "add"}]}', True),
     ("I can save that to memory if you like; memory updates happen after the answer.", False),
     ('<tool_response>\n{"success": false, "status": "rejected"}', True),  # the tool's reply said back
-    ('{"success": true, "status": "staged"}', True),
+    ('{"success": true, "status": "staged"}', False),  # an API example's shape too: only the tags count
     ("The deploy was a success, and its status is green.", False),
     (None, False),
 ])

@@ -29,6 +29,8 @@ ANSWERS = [
     'Deploy config: {"target": "prod", "action": "deploy"} is how the team does it.',
     "The memory_update tool is how I save facts about you.",
     "Use d = {\"key\": \"value\"} in Python.",
+    # An API example is an answer, even with a tool reply's keys.
+    'The endpoint answers:\n{"success": false, "status": "rejected", "error": "quota exceeded"}\nRetry later.',
 ]
 
 
@@ -70,8 +72,7 @@ _REPLY = {"success": False, "status": "rejected", "code": "over_capacity",
 ECHOES = {
     "tagged": "<tool_response>\n" + json.dumps(_REPLY) + "\n</tool_response>\nI could not save that.",
     "tagged, cut off": "<tool_response>\n" + json.dumps(_REPLY)[:60],
-    "bare json": json.dumps(_REPLY) + "\nI could not save that.",
-    "after words": "Here is what happened:\n" + json.dumps({"success": True, "status": "staged"}),
+    "after words": "Here is what happened:\n<tool_response>" + json.dumps({"success": True, "status": "staged"}),
 }
 
 
@@ -85,7 +86,7 @@ def test_a_tool_reply_said_back_is_never_shown_and_is_no_call(form, step):
         assert "ENTRY-1" not in text
     assert shown.strip() == cleaned  # what the person saw is what is stored
     assert cleaned == {"tagged": "I could not save that.", "tagged, cut off": "",
-                       "bare json": "I could not save that.", "after words": "Here is what happened:"}[form]
+                       "after words": "Here is what happened:"}[form]
 
 
 def test_tool_call_tags_are_never_shown_even_when_they_hold_no_memory_call():

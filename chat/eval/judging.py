@@ -19,12 +19,12 @@ SEARCH_TOOL_NAME = "conversation_search"
 
 # Tool-call-shaped text in an answer: a tool's name as a JSON string or called like a
 # function, Qwen/Hermes-style tags, the project template's <function_call> tags, or
-# the tool's JSON arguments ("operations": [...]), or the tool's reply said back (Qwen's <tool_response>
-# tags, or its JSON: "success": false, "status": ...).
+# the tool's JSON arguments ("operations": [...]), or the tool's reply said back in Qwen's <tool_response>
+# tags.
 _LEAK = re.compile(
     r"\"(?:memory_update|conversation_search)\"|\b(?:memory_update|conversation_search)\s*\("
     r"|</?tool_call>|</?function_call>|\"operations\"\s*:\s*\["
-    r"|</?tool_response>|\"success\"\s*:\s*(?:true|false)\s*,\s*\"status\"",
+    r"|</?tool_response>",
     re.IGNORECASE,
 )
 # Tool events that staged (or confirmed) a change; anything else was refused.

@@ -190,8 +190,7 @@ How to read the figures:
 - *Tool-call text in answers*: answers shown to the person that contain
   tool-call syntax: a tool's name in quotes or called like a function,
   `<tool_call>` / `<function_call>` tags, or `"operations": [`; and the
-  tool's reply said back (`<tool_response>` tags, or `"success": …,
-  "status"`).
+  tool's reply said back in `<tool_response>` tags.
 - *Questions offered*: turns on which trusted code offered a change as a
   question instead of saving it (a proposal was created: the outcome is
   `proposed` with code `asked`, or `committed` with code `partly_asked` when
