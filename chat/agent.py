@@ -253,12 +253,14 @@ class RequestAgent:
                     if not isinstance(delta, dict):
                         continue
                     content = delta.get("content")
-                    if content and isinstance(content, str) and (visible := text.feed(content)):
-                        await emit({"type": "delta", "text": visible})
-                        written_chars += len(visible)
+                    if content and isinstance(content, str):
+                        # Counted as written, shown or held back (a call or a tool reply written as text).
+                        written_chars += len(content)
                         if written_chars > cap:
                             too_long = True  # leaving the block closes the stream
                             break
+                    if content and isinstance(content, str) and (visible := text.feed(content)):
+                        await emit({"type": "delta", "text": visible})
                         if loop.feed(visible):
                             # Leaving the block closes the stream: the server stops generating.
                             looping = True

@@ -241,6 +241,19 @@ async def test_a_reply_past_the_cap_is_cut_off_as_incomplete_and_nothing_is_save
     assert await snapshot_of(user) == Snapshot()
 
 
+async def test_text_held_back_from_the_stream_counts_against_the_cap(user, scripted_model, settings):
+    # A tool reply said back (held back, never shown) that never ends: the cap closes it like shown text.
+    from chat.turns import TurnFailed
+
+    settings.CHAT_MAX_REPLY_CHARS = 2000
+    scripted_model.push(text('<tool_response>{"success": true, "status": "staged", "notes": "' + "word " * 5000))
+
+    with pytest.raises(TurnFailed) as failed:
+        await run_turn(user=user, content="How do I reverse a list?")
+
+    assert failed.value.code == "model_incomplete" and "length limit" in failed.value.message
+
+
 # --- an injection split across two entries of one batch --------------------------------------------
 
 
