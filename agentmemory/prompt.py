@@ -80,6 +80,8 @@ def _rendered(snapshot: Snapshot, target: str) -> list[str]:
     """The entries as the model sees them, each with its expiry beside it ("... (until 2026-12-11)"),
     so the model knows the fact is temporary; the note counts in the document's characters."""
     expiries = snapshot.expiries(target)
+    if not expiries:
+        return [render_entry_for_prompt(entry) for entry in snapshot.entries(target)]
     return [render_entry_for_prompt(entry) + expiry_note(expiries.get(entry)) for entry in snapshot.entries(target)]
 
 

@@ -124,6 +124,8 @@ class Snapshot:
 
     def unexpired(self, today: str) -> Snapshot:
         """Return the snapshot without the entries past their date: what a prompt may show."""
+        if not self.expiry:
+            return self  # the common case, on every turn's read
         gone = self.expired(today)
         if not any(gone.values()):
             return self
@@ -831,8 +833,10 @@ def expiry_note(date: str | None) -> str:
 
 def rendered_length(snapshot: Snapshot, target: str) -> int:
     """The characters a document takes in the prompt: its entries, separators and expiry notes."""
-    expiries = snapshot.expiries(target)
     entries = snapshot.entries(target)
+    if not snapshot.expiry:
+        return document_length(entries)  # the common case, measured on every turn's prompt
+    expiries = snapshot.expiries(target)
     return document_length(entries) + sum(len(expiry_note(expiries.get(entry))) for entry in entries)
 
 

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from agentmemory import expiry, store, versions
 from agentmemory.models import Actor, MemoryEvent, MemoryPreference, MemoryVersion, Outcome
 from agentmemory.prompt import compile_memory_prompt
-from agentmemory.rules import MemoryValidationError, Operation, Snapshot, apply_operations, usage
+from agentmemory.rules import MemoryValidationError, Operation, Snapshot, apply_operations, render_document, usage
 from agentmemory.scope import memory_scope
 from agentmemory.tool import handle_memory_update
 from agentmemory.turn import MemoryTurn
@@ -124,6 +124,29 @@ def test_an_expiry_is_stored_in_provenance_and_read_by_the_turn(user):
     assert turn_snapshot.expiry_of("memory", TRIP) == later(3)
     prompt = compile_memory_prompt(snapshot=turn_snapshot)
     assert f"{TRIP} (until {later(3)})" in prompt
+
+
+@pytest.mark.parametrize("stored, expected", [
+    # JSON text that never names "expires" is not decoded: no entry expires.
+    ('[{"by": "agent", "at": "2026-12-01T10:00:00+00:00"}, {"by": "user", "at": "2026-12-02T10:00:00+00:00"}]', {}),
+    ('[{"by": "agent", "at": "2026-12-01T10:00:00+00:00"}, '
+     '{"by": "user", "at": "2026-12-02T10:00:00+00:00", "expires": "2026-12-11"}]', {TRIP: "2026-12-11"}),
+    # The key written with an escape still counts (JSON allows it; the text check must not skip it).
+    ('[{"by": "agent", "at": "2026-12-01T10:00:00+00:00"}, '
+     '{"by": "user", "at": "2026-12-02T10:00:00+00:00", "\\u0065xpires": "2026-12-11"}]', {TRIP: "2026-12-11"}),
+    # Decoded already (the ORM's read on SQLite) and the same rules as Source.from_json: a bad date or
+    # role, or a list that does not align with the entries, expires nothing.
+    ([{"by": "agent", "at": "x"}, {"by": "user", "at": "x", "expires": "2026-12-11"}], {TRIP: "2026-12-11"}),
+    ([{"by": "agent", "at": "x"}, {"by": "user", "at": "x", "expires": "next week"}], {}),
+    ([{"by": "agent", "at": "x"}, {"by": "intruder", "at": "x", "expires": "2026-12-11"}], {}),
+    ([{"by": "user", "at": "x", "expires": "2026-12-11"}], {}),
+])
+def test_a_turns_read_finds_expiries_in_stored_sources_as_text_or_decoded(stored, expected):
+    from agentmemory.store.reads import _snapshot_from_rows
+
+    snapshot = _snapshot_from_rows([("memory", render_document([DESK, TRIP]), 1, stored)])
+    assert snapshot.memory == (DESK, TRIP)
+    assert snapshot.expiries("memory") == expected
 
 
 def test_an_expired_entry_never_reaches_a_prompt_even_before_removal(user):
