@@ -241,11 +241,16 @@ def _suspect(text: str) -> int | None:
 def _partial_marker(text: str) -> int:
     """Return how many trailing characters could begin a marker."""
     for size in range(min(len(text), len(_RESPONSE_OPEN) - 1), 0, -1):
+        if text[-size] not in _MARKER_FIRSTS:  # on every delta: most tails start no marker at all
+            continue
         tail = text[-size:]
         if (_OPEN_TAG.startswith(tail) or _RESPONSE_OPEN.startswith(tail) or _FENCE.startswith(tail)
                 or TOOL_NAME.startswith(tail)):
             return size
     return 0
+
+
+_MARKER_FIRSTS = frozenset(marker[0] for marker in (_OPEN_TAG, _RESPONSE_OPEN, _FENCE, TOOL_NAME))
 
 
 def _classify(rest: str) -> tuple[str, int]:
