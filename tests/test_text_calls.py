@@ -95,3 +95,17 @@ def test_tool_call_tags_are_never_shown_even_when_they_hold_no_memory_call():
     assert calls == [] and cleaned == "Let me check."
     shown, _, _ = stream(text, 4)
     assert "<tool_call>" not in shown and "web_search" not in shown
+
+
+@pytest.mark.parametrize("marker", ["<tool_call>", "<tool_response>", "```", "memory_update"])
+def test_every_beginning_of_a_marker_at_the_end_of_a_delta_is_held_back(marker):
+    from chat.text_calls import _partial_marker
+
+    for size in range(1, len(marker)):
+        beginning = marker[:size]
+        assert _partial_marker(f"Here is the answer {beginning}") == size, beginning
+        # Held back, not shown, until the next delta says whether it was a marker.
+        stream = TextCallFilter()
+        assert stream.feed(f"Here is the answer {beginning}") == "Here is the answer "
+    assert _partial_marker("Here is the answer, plain text only.") == 0
+    assert _partial_marker("") == 0
