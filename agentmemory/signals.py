@@ -40,7 +40,7 @@ memory_viewed_by_staff = Signal()
 
 def send_after_commit(signal: Signal, sender, **kwargs) -> None:
     """Send `signal` once the current transaction commits (at once outside one); never with content."""
-    if not signal.has_listeners(sender):
+    if not signal.receivers or not signal.has_listeners(sender):
         return  # the common case on every commit: nobody listens, so nothing is registered
     transaction.on_commit(lambda: send_now(signal, sender, **kwargs))
 

@@ -135,7 +135,7 @@ def commit_operations(
     outermost = not db.in_atomic_block
     attempts = max(1, config.commit_attempts) if outermost else 1
     retry_count = 0
-    sql = vendor_statements()
+    sql = vendor_statements(db)
     agent = actor == Actor.AGENT
     # The assistant's batch names its model and the policy in force (`agentmemory.review`'s figures).
     labels = agent_labels(actor, (origin or {}).get("model"), (origin or {}).get("source_intent", ""))
@@ -175,8 +175,9 @@ def commit_operations(
                 if cancelled():
                     raise CommitCancelled()
                 changed = changed_targets(current, updated)
-                now = sql.now()
-                source = _origin(actor, origin)
+                moment = timezone.now()  # one moment: the rows' times, the sources' and the versions' cutoff
+                now = sql.now(moment)
+                source = _origin(actor, origin, moment)
                 sources = provenance.set_expiry(
                     provenance.carry(current, stored.sources, updated, source, merges=(origin or {}).get("merges")),
                     updated, source)
@@ -184,14 +185,15 @@ def commit_operations(
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
                 params = event_params(
                     sql, owner=owner, actor=actor, outcome=outcome, summary=summary, snapshot=updated,
-                    retry_count=retry_count, started=started, error_code="", now=now, **labels,
+                    retry_count=retry_count, started=started, error_code="", now=now, db=db, **labels,
                 )
                 change_id = None
                 if changed:
                     cursor.execute(sql.insert_event_returning, params)
                     change_id = cursor.fetchone()[0]
                     keep_versions(cursor, sql, db, owner, change_id, stored, changed, updated, now, source,
-                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config, sources=sources)
+                                   kind=(origin or {}).get("kind") or ChangeKind.CHANGE, config=config, sources=sources,
+                                   moment=moment)
                 else:
                     cursor.execute(sql.insert_event, params)
                 if guard is not None:
@@ -311,13 +313,13 @@ _ROLE_OF_ACTOR = {Actor.AGENT: provenance.AGENT, Actor.USER: provenance.USER, Ac
                   Actor.SYSTEM: provenance.SYSTEM, Actor.EXPIRY: provenance.EXPIRY}
 
 
-def _origin(actor: str, origin: Mapping | None) -> provenance.Source:
-    """The source of what this commit writes: who, now, and which conversation and turn (ids only)."""
+def _origin(actor: str, origin: Mapping | None, moment) -> provenance.Source:
+    """The source of what this commit writes: who, when (`moment`), and which conversation and turn (ids only)."""
     origin = origin or {}
     conversation_id = origin.get("conversation_id")
     return provenance.source(
         origin.get("by") or _ROLE_OF_ACTOR.get(actor, provenance.SYSTEM),  # type: ignore[call-overload]  # Actor is a str enum
-        timezone.now(),
+        moment,
         conversation_id=conversation_id if isinstance(conversation_id, int) else None,
         turn_id=str(origin.get("turn_id") or ""),
         restored=bool(origin.get("restored")),

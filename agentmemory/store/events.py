@@ -46,8 +46,9 @@ def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, sta
 
 
 def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, retry_count, started,
-                  error_code, now, model="", policy_version="", source_intent="") -> list:
-    """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order."""
+                  error_code, now, model="", policy_version="", source_intent="", db=None) -> list:
+    """Return the event INSERT's parameters, in `_EVENT_COLUMNS` order (for `db`, default the connection)."""
+    db = db or connection
     if not sql.direct_event:  # the model changed: let every field prepare its own value
         event = MemoryEvent(
             user_id=owner, actor=actor, outcome=outcome, operation_count=summary.operation_count,
@@ -57,8 +58,8 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
             model=model, policy_version=policy_version, source_intent=source_intent,
         )
-        return [field.get_db_prep_save(field.pre_save(event, add=True), connection) for field in sql.event_fields]
-    adapt_json = connection.ops.adapt_json_value
+        return [field.get_db_prep_save(field.pre_save(event, add=True), db) for field in sql.event_fields]
+    adapt_json = db.ops.adapt_json_value
     return [
         owner, str(actor), str(outcome), summary.operation_count,
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),

@@ -121,18 +121,20 @@ class Statements:
             return user_id
         return self.owner_field.get_db_prep_value(user_id, connection)
 
-    def now(self):
+    def now(self, moment: datetime | None = None):
+        """`moment` (default: now) as this backend's timestamp parameter."""
+        moment = moment or timezone.now()
         if self.now_as_is:
-            return timezone.now()
-        return self.now_field.get_db_prep_value(timezone.now(), connection)
+            return moment
+        return self.now_field.get_db_prep_value(moment, connection)  # type: ignore[attr-defined]  # a DateTimeField
 
 
 _STATEMENTS: dict[tuple[str, bool], Statements] = {}
 
 
-def vendor_statements() -> Statements:
-    """Return the statements for the current connection's vendor, built once."""
-    db = connections[DEFAULT_DB_ALIAS]
+def vendor_statements(db=None) -> Statements:
+    """Return the statements for the current connection's vendor (or `db`'s), built once."""
+    db = db or connections[DEFAULT_DB_ALIAS]
     key = (db.vendor, db.features.has_select_for_update)
     sql = _STATEMENTS.get(key)
     if sql is None:
