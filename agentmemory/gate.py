@@ -354,9 +354,10 @@ def asks_memory(message: str) -> bool:
     # A lead-in before a colon ("Quick check before we schedule anything: which timezone am I in?")
     # states nothing: the question after it is the message. ("We moved to Lisbon: ..." is no lead-in.)
     text = _LEAD_IN.sub("", text)
-    if not text or intent(text) != QUESTION or states_fact(text):
+    # The words of a recall question first: most messages have none, and this runs on every memory-on turn.
+    if not text or not (_RECALL_QUESTION.search(text) or _ASKS_MEMORY.search(text)):
         return False
-    return bool(_RECALL_QUESTION.search(text) or _ASKS_MEMORY.search(text))
+    return intent(text) == QUESTION and not states_fact(text)
 
 
 def states_fact(message: str) -> bool:
