@@ -353,7 +353,6 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
     refused_lines = usable_lines = 0
     removes: list[TidyOperation] = []
     replaces: list[TidyOperation] = []
-    adds: list[TidyOperation] = []
     for text, cited in parse_lines(reply, partial=partial):
         if scan_entry(text) is not None:
             raise TidyFailed(REFUSED)
@@ -380,17 +379,16 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
             continue
         replaces.append(TidyOperation(target=target, action="replace", match=keeper, content=content,
                                       entry=keeper, sources=sources))
-    if not usable_lines or (refused_lines and not (removes or replaces or adds)):
+    if not usable_lines or (refused_lines and not (removes or replaces)):
         raise TidyFailed(UNUSABLE)  # nothing usable, or only lines left out and the rest unchanged
     # An entry no line uses is stale, if the answer is a whole document: every line usable, and most entries used.
     whole = not partial and not refused_lines and len(used & shown.keys()) * 2 > len(shown)
     for number, entry in shown.items():
         if number not in used and number not in kept and whole:  # stale: dropped
             removes.append(TidyOperation(target=target, action="remove", match=entry, entry=entry))
-    adds += [TidyOperation(target=target, action="add", content=entry) for entry in pending]
     if refused_lines:
         logger.info("tidy up: lines left out", extra={"line_count": refused_lines})
-    return removes + replaces + adds
+    return removes + replaces + [TidyOperation(target=target, action="add", content=entry) for entry in pending]
 
 
 def _flat(text: str) -> str:

@@ -259,12 +259,12 @@ class RequestAgent:
                         if written_chars > cap:
                             too_long = True  # leaving the block closes the stream
                             break
-                    if content and isinstance(content, str) and (visible := text.feed(content)):
-                        await emit({"type": "delta", "text": visible})
-                        if loop.feed(visible):
-                            # Leaving the block closes the stream: the server stops generating.
-                            looping = True
-                            break
+                        if visible := text.feed(content):
+                            await emit({"type": "delta", "text": visible})
+                            if loop.feed(visible):
+                                # Leaving the block closes the stream: the server stops generating.
+                                looping = True
+                                break
                     pieces = delta.get("tool_calls")
                     if isinstance(pieces, list):
                         for position, fragment in enumerate(pieces):

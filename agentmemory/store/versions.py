@@ -5,9 +5,7 @@ change's entry-by-entry diff, undo and restore).
 """
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
+from datetime import datetime, timedelta
 
 from .. import provenance
 from ..models import SCHEMA_VERSION
@@ -17,11 +15,11 @@ from .statements import Statements, json_param
 
 
 def keep_versions(cursor, sql: Statements, db, owner, change_id: int, stored: StoredMemory, targets, updated: Snapshot,
-                   now, source: provenance.Source, *, kind: str, config, sources=None, moment=None) -> None:
+                   now, source: provenance.Source, *, kind: str, config, moment: datetime, sources=None) -> None:
     """Record each changed document's version for this change, then prune the person's oldest ones.
 
-    `sources` are the per-entry sources the change left (with each entry's expiry); `moment` (default:
-    now) is the change's time, from which the retention counts back.
+    `sources` are the per-entry sources the change left (with each entry's expiry); `moment` is the
+    change's time, from which the retention counts back.
     """
     for target in targets:
         before = stored.snapshot.entries(target)
@@ -34,6 +32,6 @@ def keep_versions(cursor, sql: Statements, db, owner, change_id: int, stored: St
             render_document(after), after_sources, str(kind), source.by, source.conversation_id,
             source.turn_id, SCHEMA_VERSION, now,
         ])
-    cutoff = (moment or timezone.now()) - timedelta(days=config.version_retention_days)
+    cutoff = moment - timedelta(days=config.version_retention_days)
     cutoff = cutoff if sql.now_as_is else sql.now_field.get_db_prep_value(cutoff, db)  # type: ignore[attr-defined]
     cursor.execute(sql.prune_versions, [owner, cutoff, owner, max(1, config.versions_kept)])
