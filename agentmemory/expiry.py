@@ -101,7 +101,7 @@ def resolve(phrase: str | None, today: str) -> str | None:
     Reads: an ISO date; "today", "tomorrow"; "for a week", "for 3 days", "in
     2 weeks", "a fortnight"; "for a month", "for 2 months"; "this week" / "end of
     the week" (the coming Sunday); "next week" (the Sunday after); "until Friday"
-    (the next Friday, today if it is one), "next Friday" (strictly after today);
+    and "next Friday" (the next Friday after today), "this Friday" (today if it is one);
     "11 Dec", "Dec 11", "December 11th" (the next such day); "never", "until I
     remove it". The day a phrase names is the last day the entry holds.
     """
@@ -147,7 +147,8 @@ def _resolve(text: str, day: date) -> date | None:
     weekday = re.fullmatch(r"(next\s+|this\s+)?(\w+)", text)
     if weekday is not None and (index := _weekday(weekday.group(2))) is not None:
         ahead = (index - day.weekday()) % 7
-        if weekday.group(1) and weekday.group(1).startswith("next") and ahead == 0:
+        # "until Sunday" said on a Sunday means the next one; only "this Sunday" is today.
+        if ahead == 0 and not (weekday.group(1) or "").startswith("this"):
             ahead = 7
         return day + timedelta(days=ahead)
     return _calendar_day(text, day)

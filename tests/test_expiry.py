@@ -49,7 +49,7 @@ def set_expiry_stored(user, entry: str, when: str, target: str = "memory") -> No
     ("in two weeks", "2026-12-18"),
     ("for a month", "2027-01-04"),
     ("until Sunday", "2026-12-06"),
-    ("until Friday", "2026-12-04"),
+    ("until Friday", "2026-12-11"),  # said on a Friday: the next one
     ("next Friday", "2026-12-11"),
     ("this week", "2026-12-06"),
     ("next week", "2026-12-13"),
