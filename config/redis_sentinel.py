@@ -7,6 +7,8 @@ master of that name (redis-py's `SentinelConnectionPool`), so after the
 sentinels promote the replica, the next connection reaches the new master
 without a restart or a new setting. `REDIS_URL`, when also set, gives only
 the database number and the credentials; its host and port are not used.
+`REDIS_SENTINEL_PASSWORD`, when set, is what the sentinels themselves ask
+for (their `requirepass`): every question to a sentinel carries it.
 
 - The channel layer: channels_redis builds a sentinel pool itself from a
   `hosts` entry with `sentinels` and `master_name` (`channel_layer_host`).
@@ -67,24 +69,32 @@ def url_options(redis_url: str) -> dict:
     return options
 
 
-def channel_layer_host(sentinels, master, redis_url: str, **options) -> dict:
+def sentinel_kwargs(password: str = "") -> dict:
+    """How every connection to a sentinel is made: short timeouts, and the sentinels' password if any."""
+    kwargs = {"socket_timeout": SENTINEL_SOCKET_TIMEOUT, "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
+    if password:
+        kwargs["password"] = password
+    return kwargs
+
+
+def channel_layer_host(sentinels, master, redis_url: str, *, sentinel_password: str = "", **options) -> dict:
     """One `hosts` entry of channels_redis's RedisChannelLayer that goes through the sentinels."""
     return {
         "sentinels": [list(address) for address in sentinels],
         "master_name": master,
-        "sentinel_kwargs": {"socket_timeout": SENTINEL_SOCKET_TIMEOUT,
-                            "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT},
+        "sentinel_kwargs": sentinel_kwargs(sentinel_password),
         **url_options(redis_url),
         **options,
     }
 
 
-def cache_options(sentinels, master, **options) -> dict:
+def cache_options(sentinels, master, *, sentinel_password: str = "", **options) -> dict:
     """OPTIONS of Django's RedisCache that make it reach the master through the sentinels."""
     return {
         "pool_class": "config.redis_sentinel.SentinelMasterPool",
         "sentinels": [list(address) for address in sentinels],
         "master_name": master,
+        **({"sentinel_password": sentinel_password} if sentinel_password else {}),
         **options,
     }
 
@@ -93,11 +103,10 @@ class SentinelMasterPool(SentinelConnectionPool):
     """A redis-py sentinel pool for the master, built the way Django's RedisCache builds its pools."""
 
     @classmethod
-    def from_url(cls, url, *, sentinels, master_name, **kwargs):
+    def from_url(cls, url, *, sentinels, master_name, sentinel_password="", **kwargs):
         # LOCATION is REDIS_URL (or a placeholder): only its database and
         # credentials apply; connection options (timeouts) apply to the master.
         kwargs = {**url_options(url if url.startswith(("redis://", "rediss://")) else ""), **kwargs}
-        sentinel_kwargs = {"socket_timeout": SENTINEL_SOCKET_TIMEOUT,
-                           "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
-        manager = Sentinel([tuple(address) for address in sentinels], sentinel_kwargs=sentinel_kwargs)
+        manager = Sentinel([tuple(address) for address in sentinels],
+                           sentinel_kwargs=sentinel_kwargs(sentinel_password))
         return cls(master_name, manager, **kwargs)

@@ -152,6 +152,8 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # restart; REDIS_URL then gives only the database number and credentials.
 REDIS_SENTINELS = redis_sentinel.parse_sentinels(env.str("REDIS_SENTINELS", default=""))
 REDIS_SENTINEL_MASTER = env.str("REDIS_SENTINEL_MASTER", default="mymaster")
+# The sentinels' own password (their requirepass), when they ask for one.
+REDIS_SENTINEL_PASSWORD = env.str("REDIS_SENTINEL_PASSWORD", default="")
 # A socket waits for its next message with a 5-second BZPOPMIN
 # (channels_redis); redis-py gives up on a read after 5 seconds unless told
 # otherwise, so every idle socket failed its wait with TimeoutError (logged
@@ -163,7 +165,8 @@ if REDIS_SENTINELS:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {"hosts": [redis_sentinel.channel_layer_host(
-                REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_URL, socket_timeout=_LAYER_SOCKET_TIMEOUT)]},
+                REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_URL, sentinel_password=REDIS_SENTINEL_PASSWORD,
+                socket_timeout=_LAYER_SOCKET_TIMEOUT)]},
         }
     }
 elif REDIS_URL:
@@ -189,7 +192,8 @@ if REDIS_SENTINELS:
             # Only the database number and credentials of REDIS_URL are used.
             "LOCATION": REDIS_URL or "sentinel",
             "KEY_PREFIX": "chat",
-            "OPTIONS": redis_sentinel.cache_options(REDIS_SENTINELS, REDIS_SENTINEL_MASTER, **_CACHE_TIMEOUTS),
+            "OPTIONS": redis_sentinel.cache_options(REDIS_SENTINELS, REDIS_SENTINEL_MASTER,
+                                                    sentinel_password=REDIS_SENTINEL_PASSWORD, **_CACHE_TIMEOUTS),
         }
     }
 elif REDIS_URL:

@@ -61,6 +61,23 @@ def test_sentinels_configure_the_channel_layer_and_the_cache():
     assert cache["KEY_PREFIX"] == "chat"
 
 
+def test_the_sentinels_password_goes_with_every_question_to_a_sentinel():
+    built = settings_with(REDIS_SENTINELS="127.0.0.1:26391", REDIS_SENTINEL_PASSWORD="sentinel-pw",
+                          REDIS_URL="redis://:redis-pw@ignored.example/1")
+    (host,) = built["layers"]["default"]["CONFIG"]["hosts"]
+    assert host["sentinel_kwargs"]["password"] == "sentinel-pw"
+    assert host["password"] == "redis-pw"  # the master's own password stays REDIS_URL's
+    assert built["caches"]["default"]["OPTIONS"]["sentinel_password"] == "sentinel-pw"
+    pool = redis_sentinel.SentinelMasterPool.from_url(
+        "redis://:redis-pw@x/1", sentinels=[["127.0.0.1", 1]], master_name="m", sentinel_password="sentinel-pw")
+    assert [s.connection_pool.connection_kwargs["password"] for s in pool.sentinel_manager.sentinels] \
+        == ["sentinel-pw"]
+    assert pool.connection_kwargs["password"] == "redis-pw"
+    # None asked for, none sent.
+    (host,) = settings_with(REDIS_SENTINELS="127.0.0.1:26391")["layers"]["default"]["CONFIG"]["hosts"]
+    assert "password" not in host["sentinel_kwargs"]
+
+
 def test_without_sentinels_redis_url_is_used_directly():
     built = settings_with(REDIS_SENTINELS="", REDIS_URL="redis://127.0.0.1:6379/2")
     assert built["layers"]["default"]["CONFIG"]["hosts"] == [{"address": "redis://127.0.0.1:6379/2",
@@ -101,9 +118,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def redis_cli(port: int, *args: str) -> str:
+def redis_cli(port: int, *args: str, password: str = "") -> str:
+    # The password through the environment (REDISCLI_AUTH), never the command line.
+    env = {**os.environ, "REDISCLI_AUTH": password} if password else None
     return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True,
-                          timeout=5).stdout.strip()
+                          timeout=5, env=env).stdout.strip()
 
 
 def wait_until(predicate, seconds: float, what: str):
@@ -117,34 +136,44 @@ def wait_until(predicate, seconds: float, what: str):
 
 
 @pytest.fixture
-def sentinel_shape(tmp_path):
+def sentinel_shape(tmp_path, request):
+    """A master, its replica and one sentinel; with `passwords` (indirect), each asks for its own."""
     if not (shutil.which("redis-server") and shutil.which("redis-cli")):
         pytest.skip("redis-server is not installed")
+    passwords = getattr(request, "param", None) or {"redis": "", "sentinel": ""}
+    redis_pw, sentinel_pw = passwords["redis"], passwords["sentinel"]
     master, replica, sentinel = free_port(), free_port(), free_port()
     processes: dict[str, subprocess.Popen] = {}
 
-    def start(name: str, *args: str) -> None:
+    def start(name: str, conf_text: str, *args: str) -> None:
+        # Passwords go in a configuration file of mode 600, not on the command line.
+        conf_file = tmp_path / f"{name}.conf"
+        conf_file.write_text(conf_text)
+        conf_file.chmod(0o600)
         log = open(tmp_path / f"{name}.log", "wb")
-        processes[name] = subprocess.Popen(["redis-server", *args], stdout=log, stderr=subprocess.STDOUT,
-                                           cwd=tmp_path)
+        processes[name] = subprocess.Popen(["redis-server", str(conf_file), *args], stdout=log,
+                                           stderr=subprocess.STDOUT, cwd=tmp_path)
 
-    common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
-    start("master", "--port", str(master), *common)
-    wait_until(lambda: redis_cli(master, "ping") == "PONG", 10, "the master")
-    start("replica", "--port", str(replica), "--replicaof", "127.0.0.1", str(master), *common)
-    wait_until(lambda: "connected_slaves:1" in redis_cli(master, "info", "replication"), 10, "the replica")
-    conf = tmp_path / "sentinel.conf"
-    conf.write_text(
-        f"bind 127.0.0.1\nport {sentinel}\ndir {tmp_path}\n"
-        f"sentinel monitor test-master 127.0.0.1 {master} 1\n"
-        "sentinel down-after-milliseconds test-master 1000\n"
-        "sentinel failover-timeout test-master 3000\n")
-    start("sentinel", str(conf), "--sentinel")
-    wait_until(lambda: redis_cli(sentinel, "sentinel", "get-master-addr-by-name", "test-master")
-               .split() == ["127.0.0.1", str(master)], 10, "the sentinel")
+    common = f"bind 127.0.0.1\nsave \"\"\nappendonly no\ndir {tmp_path}\n"
+    if redis_pw:
+        common += f"requirepass {redis_pw}\nmasterauth {redis_pw}\n"
+    start("master", f"port {master}\n{common}")
+    wait_until(lambda: redis_cli(master, "ping", password=redis_pw) == "PONG", 10, "the master")
+    start("replica", f"port {replica}\n{common}replicaof 127.0.0.1 {master}\n")
+    wait_until(lambda: "connected_slaves:1" in redis_cli(master, "info", "replication", password=redis_pw), 10,
+               "the replica")
+    start("sentinel",
+          f"bind 127.0.0.1\nport {sentinel}\ndir {tmp_path}\n"
+          f"sentinel monitor test-master 127.0.0.1 {master} 1\n"
+          "sentinel down-after-milliseconds test-master 1000\n"
+          "sentinel failover-timeout test-master 3000\n"
+          + (f"sentinel auth-pass test-master {redis_pw}\n" if redis_pw else "")
+          + (f"requirepass {sentinel_pw}\n" if sentinel_pw else ""), "--sentinel")
+    wait_until(lambda: redis_cli(sentinel, "sentinel", "get-master-addr-by-name", "test-master",
+                                 password=sentinel_pw).split() == ["127.0.0.1", str(master)], 10, "the sentinel")
     try:
         yield {"master": master, "replica": replica, "sentinels": [["127.0.0.1", sentinel]],
-               "processes": processes}
+               "processes": processes, "redis_pw": redis_pw, "sentinel_pw": sentinel_pw}
     finally:
         for process in processes.values():
             if process.poll() is None:
@@ -207,3 +236,43 @@ def test_the_cache_and_the_channel_layer_follow_a_sentinel_promotion(sentinel_sh
             return False
 
     wait_until(layer_answers, 15, "the channel layer on the new master")
+
+
+@pytest.mark.parametrize("sentinel_shape", [{"redis": "redis-pw-1", "sentinel": "sentinel-pw-2"}], indirect=True)
+def test_a_sentinel_and_a_master_that_ask_for_passwords_are_reached_with_them(sentinel_shape):
+    """The cluster's shape (scripts/cluster.sh): Redis's requirepass in REDIS_URL, the sentinels' their own."""
+    from channels_redis.core import RedisChannelLayer
+    from django.core.cache.backends.redis import RedisCache
+    from redis.exceptions import AuthenticationError, ConnectionError, ResponseError
+
+    shape = sentinel_shape
+    # Neither answers without its password.
+    assert "NOAUTH" in redis_cli(shape["master"], "ping")
+    assert "NOAUTH" in redis_cli(shape["sentinels"][0][1], "sentinel", "get-master-addr-by-name", "test-master")
+
+    def cache(url, sentinel_password):
+        return RedisCache(url, {"KEY_PREFIX": "sentinelpw", "OPTIONS": redis_sentinel.cache_options(
+            shape["sentinels"], "test-master", sentinel_password=sentinel_password,
+            socket_connect_timeout=1, socket_timeout=1)})
+
+    with_both = cache(f"redis://:{shape['redis_pw']}@127.0.0.1:1/5", shape["sentinel_pw"])
+    with_both.set("k", 3)
+    assert with_both.get("k") == 3
+    assert redis_cli(shape["master"], "-n", "5", "get", "sentinelpw:1:k", password=shape["redis_pw"]) == "3"
+    layer = RedisChannelLayer(hosts=[redis_sentinel.channel_layer_host(
+        shape["sentinels"], "test-master", f"redis://:{shape['redis_pw']}@127.0.0.1:1/6",
+        sentinel_password=shape["sentinel_pw"], socket_timeout=3)])
+
+    async def round_trip() -> str:
+        channel = await layer.new_channel("sentinelpw.")
+        await layer.send(channel, {"type": "test.ping", "token": "pw"})
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+        await layer.flush()
+        return message["token"]
+
+    assert asyncio.run(round_trip()) == "pw"
+    # Without the sentinels' password no master is found; without Redis's, the master refuses.
+    with pytest.raises((ConnectionError, ResponseError, AuthenticationError)):
+        cache(f"redis://:{shape['redis_pw']}@127.0.0.1:1/5", "").get("k")
+    with pytest.raises((ConnectionError, ResponseError, AuthenticationError)):
+        cache("redis://127.0.0.1:1/5", shape["sentinel_pw"]).get("k")
