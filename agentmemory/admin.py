@@ -31,6 +31,7 @@ entries (and accepts a verdict) only to staff who also hold
 """
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django.contrib import admin, messages
@@ -453,7 +454,12 @@ class WriteReviewAdmin(ReadOnlyAdmin):
         ]
 
     def _week(self, request):
-        chosen = parse_date(str(request.GET.get("week") or request.POST.get("week") or ""))
+        try:
+            chosen = parse_date(str(request.GET.get("week") or request.POST.get("week") or ""))
+        except ValueError:  # well formed, no such day ("2026-02-30")
+            chosen = None
+        if chosen is not None and not 1 < chosen.year < 9999:  # the page links the weeks either side
+            chosen = None
         return review.week_of(chosen or timezone.now())
 
     def queue_view(self, request):
@@ -461,18 +467,16 @@ class WriteReviewAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         week = self._week(request)
         queue_url = f"{reverse('admin:agentmemory_writereview_queue')}?week={week.isoformat()}"
+        status = 200
         if request.method == "POST":
             if not can_view_content(request):
                 raise PermissionDenied
-            try:
-                review.record_verdict(event_id=int(request.POST.get("change", "0") or 0),
-                                      verdict=request.POST.get("verdict", ""), staff=request.user)
-            except (review.NotSampled, ValueError):
-                self.message_user(request, _("That change can no longer be judged; here is the next one."),
-                                  messages.WARNING)
-            else:
+            status, refusal = self._verdict(request)
+            if status is None:
                 self.message_user(request, _("Verdict recorded."), messages.SUCCESS)
-            return HttpResponseRedirect(queue_url)
+                return HttpResponseRedirect(queue_url)
+            # Refused: the page says why, with the status a script reads, and shows the next change.
+            self.message_user(request, refusal, messages.WARNING)
         judged, drawn = review.progress(week)
         context = {
             **self.admin_site.each_context(request),
@@ -492,7 +496,9 @@ class WriteReviewAdmin(ReadOnlyAdmin):
             except versions.ChangeGone:
                 shown = None
             if shown is not None:
-                # The read is recorded before the page is sent; no event, no page.
+                # The read and the showing (what a verdict needs) are recorded before the page is
+                # sent; no record, no page.
+                review.record_showing(candidate=candidate, week=week, staff=request.user)
                 record_content_read(request, [candidate.user_id], Viewed.REVIEW,
                                     targets={document.target: 1 for document in shown.documents})
                 context["item"] = {
@@ -513,7 +519,27 @@ class WriteReviewAdmin(ReadOnlyAdmin):
                     "verdicts": [{"key": key, "value": verdict.value, "label": verdict.label}
                                  for key, verdict in VERDICT_KEYS],
                 }
-        return TemplateResponse(request, "admin/agentmemory/writereview/queue.html", context)
+        return TemplateResponse(request, "admin/agentmemory/writereview/queue.html", context, status=status)
+
+    def _verdict(self, request):
+        """Record the POSTed verdict; (None, "") when recorded, else (status, the sentence saying why not)."""
+        change = str(request.POST.get("change", ""))
+        if not re.fullmatch(r"[0-9]{1,18}", change):
+            return 400, _("That is not a change of the queue; here is the next one.")
+        try:
+            review.record_verdict(event_id=int(change), verdict=str(request.POST.get("verdict", "")),
+                                  staff=request.user)
+        except review.AlreadyJudged:
+            return 409, _("That change already has a verdict (perhaps another reviewer's, a moment ago); "
+                          "here is the next one.")
+        except review.NotShown:
+            return 403, _("That change was not shown to you in the review queue, so it takes no verdict of "
+                          "yours; here is the next one.")
+        except review.NotSampled:
+            return 404, _("That change can no longer be judged; here is the next one.")
+        except ValueError:
+            return 400, _("That is not one of the verdicts; choose one of the buttons.")
+        return None, ""
 
     def dashboard_view(self, request):
         if not can_review(request):

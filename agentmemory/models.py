@@ -430,3 +430,30 @@ class WriteReview(models.Model):
 
     def __str__(self):
         return gettext("Review %(id)s") % {"id": self.pk}
+
+
+class ReviewShowing(models.Model):
+    """One change of a week's review sample, shown to one reviewer: what a verdict on it needs.
+
+    Owned by `agentmemory.review`: the queue records a showing before its page
+    is sent, for the change it drew from the week's sample, and
+    `record_verdict` accepts a reviewer's verdict only on a change shown to
+    them. Ids and a moment, no content; deleted with the change's event or the
+    reviewer's account.
+    """
+
+    event = models.ForeignKey(MemoryEvent, on_delete=models.CASCADE, related_name="review_showings",
+                              verbose_name=_("change"))
+    staff = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                              verbose_name=_("reviewer"))
+    week = models.DateField(_("week"))
+    shown_at = models.DateTimeField(_("shown at"), auto_now_add=True)
+
+    class Meta:
+        db_table = "agentmemory_review_showing"
+        verbose_name = _("review showing")
+        verbose_name_plural = _("review showings")
+        constraints = [models.UniqueConstraint(fields=["event", "staff"], name="agentmemory_showing_once")]
+
+    def __str__(self):
+        return gettext("Showing %(id)s") % {"id": self.pk}

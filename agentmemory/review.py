@@ -14,8 +14,11 @@ a seeded shuffle of each stratum's ids: the same seed and the same
 population give the same sample, in the same order. The queue walks it and
 shows the first change without a verdict.
 
-A verdict (`record_verdict`) is metadata only (`WriteReview`): it never
-edits memory. "Secret or sensitive" leaves a notice on the person's memory
+The queue records each showing (`record_showing`, `ReviewShowing`) before
+its page is sent, for a change it drew. A verdict (`record_verdict`) is
+accepted only from a reviewer the change was shown to, and only once per
+change (a concurrent second one is `AlreadyJudged`, never a database error).
+It is metadata only (`WriteReview`): it never edits memory. "Secret or sensitive" leaves a notice on the person's memory
 page, which offers to remove the entry or keep it (`notices`,
 `close_notice`).
 
@@ -34,18 +37,26 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
 from . import versions
 from .conf import memory_settings
-from .models import Actor, MemoryEvent, Outcome, Verdict, WriteReview
+from .models import Actor, MemoryEvent, Outcome, ReviewShowing, Verdict, WriteReview
 
 Z_95 = 1.959963984540054
 
 
 class NotSampled(LookupError):
     """The change is not one a reviewer may judge (not the assistant's, excluded, erased or already judged)."""
+
+
+class NotShown(NotSampled):
+    """The change was never shown to this reviewer by the queue, so it takes no verdict of theirs."""
+
+
+class AlreadyJudged(NotSampled):
+    """The change has its verdict already (perhaps another reviewer's, a moment before)."""
 
 
 def sample_size() -> int:
@@ -175,23 +186,48 @@ def eligible(event_id: int) -> Candidate:
     return found
 
 
-def record_verdict(*, event_id: int, verdict: str, staff) -> WriteReview:
-    """Record one verdict on a change the assistant saved; raise NotSampled or ValueError.
+def record_showing(*, candidate: Candidate, week: date, staff, seed: str | None = None) -> None:
+    """Record that the queue shows `candidate` to `staff`; raise NotSampled unless the week's sample drew it.
 
-    Never edits memory. "Secret or sensitive" opens a notice on the person's memory page.
+    Called before the page is sent: no showing, no page. The showing is what
+    `record_verdict` asks for, so it is kept only for a change of the draw.
+    """
+    if candidate not in sample(week, seed=seed):
+        raise NotSampled("This change is not in the week's sample.")
+    ReviewShowing.objects.bulk_create([ReviewShowing(event_id=candidate.event_id, staff=staff,
+                                                     week=week_of(week))], ignore_conflicts=True)
+
+
+def record_verdict(*, event_id: int, verdict: str, staff) -> WriteReview:
+    """Record one verdict on a change the assistant saved; raise NotSampled, NotShown, AlreadyJudged or ValueError.
+
+    Only a change the queue showed this reviewer (drawn in its week's sample
+    then) takes their verdict, and only the first verdict counts: a second,
+    even one racing it, is AlreadyJudged. Never edits memory. "Secret or
+    sensitive" opens a notice on the person's memory page.
     """
     if verdict not in Verdict.values:
         raise ValueError(f"verdict must be one of {', '.join(Verdict.values)}")
     with transaction.atomic():
         candidate = eligible(int(event_id))
+        if not ReviewShowing.objects.filter(event_id=candidate.event_id, staff_id=staff.pk).exists():
+            raise NotShown("This change was not shown to this reviewer.")
         if WriteReview.objects.filter(event_id=candidate.event_id).exists():
-            raise NotSampled("This change already has a verdict.")
+            raise AlreadyJudged("This change already has a verdict.")
         created_at = MemoryEvent.objects.values_list("created_at", flat=True).get(pk=candidate.event_id)
-        return WriteReview.objects.create(
-            user_id=candidate.user_id, event_id=candidate.event_id, verdict=verdict, week=week_of(created_at),
-            model=candidate.model, policy_version=candidate.policy_version, staff=staff,
-            staff_username=staff.get_username(), notice_open=verdict == Verdict.SENSITIVE,
-        )
+        try:
+            # A savepoint: a verdict committed since the check above (one verdict per change) is
+            # an answer, not a failed transaction.
+            with transaction.atomic():
+                return WriteReview.objects.create(
+                    user_id=candidate.user_id, event_id=candidate.event_id, verdict=verdict,
+                    week=week_of(created_at), model=candidate.model, policy_version=candidate.policy_version,
+                    staff=staff, staff_username=staff.get_username(), notice_open=verdict == Verdict.SENSITIVE,
+                )
+        except IntegrityError:
+            if WriteReview.objects.filter(event_id=candidate.event_id).exists():
+                raise AlreadyJudged("This change already has a verdict.") from None
+            raise NotSampled("This change is gone.") from None
 
 
 # --- the person's side ------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_the_quoted_tool_frame_text_is_what_the_chat_sends():
 def test_rollout_names_every_table_migrate_agentmemory_creates():
     line = next(line for line in read("docs/rollout.md").splitlines() if "migrate agentmemory " in line and "#" in line)
     assert set(re.findall(r"agentmemory_\w+", line)) == agentmemory_tables()
-    count = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}[len(agentmemory_tables())]
+    count = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}[len(agentmemory_tables())]
     assert f"the {count} `agentmemory_*` tables" in read("docs/rollout.md")
 
 

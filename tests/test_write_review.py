@@ -41,6 +41,11 @@ def this_week() -> date:
     return review.week_of(timezone.now())
 
 
+def shown_to(staff, change) -> None:
+    """What the queue does when its page shows `change` to `staff`."""
+    review.record_showing(candidate=review.eligible(change), week=this_week(), staff=staff)
+
+
 def test_the_assistants_batches_name_their_model_and_policy(user):
     change = agent_saves(user, "Works in Lisbon")
     services.add_entry(user_id=user.pk, target="user", content="Likes tea")
@@ -134,6 +139,7 @@ def test_a_sensitive_verdict_notifies_the_person_and_does_not_edit_memory(user, 
     change = agent_saves(user, SECRET)
     _, judge = staff_client(make_user, "judge", REVIEW, CONTENT)
     before = entries_of(user)
+    judge.get(QUEUE)  # the change is shown before it is judged
     judge.post(QUEUE, {"change": change, "verdict": "sensitive"})
     assert entries_of(user) == before
     person = Client()
@@ -154,6 +160,7 @@ def test_a_sensitive_verdict_notifies_the_person_and_does_not_edit_memory(user, 
 def test_the_person_can_keep_a_flagged_entry_and_turn_review_off(user, make_user):
     change = agent_saves(user, SECRET)
     staff = make_user("judge", "pw-judge-123", is_staff=True)
+    shown_to(staff, change)
     notice = review.record_verdict(event_id=change, verdict=Verdict.SENSITIVE, staff=staff)
     person = Client()
     person.force_login(user)
@@ -170,6 +177,7 @@ def test_the_person_can_keep_a_flagged_entry_and_turn_review_off(user, make_user
 def test_verdicts_are_exported_and_erased_with_the_person(user, make_user):
     change = agent_saves(user, SECRET)
     staff = make_user("judge", "pw-judge-123", is_staff=True)
+    shown_to(staff, change)
     review.record_verdict(event_id=change, verdict=Verdict.WRONG_DOCUMENT, staff=staff)
     person = Client()
     person.force_login(user)
@@ -243,3 +251,98 @@ def test_the_command_prints_the_dashboards_json_and_no_content(known_verdicts, u
     _, reviewer = staff_client(make_user, "reviewer", REVIEW)
     html = reviewer.get(DASHBOARD).content.decode()
     assert "0.4902" in html and "0.9433" in html
+
+
+# --- issue 53: a verdict needs a showing; concurrent verdicts ----------------------------------------
+
+
+def test_a_verdict_is_taken_only_on_a_change_the_queue_showed_that_reviewer(user, other_user, make_user):
+    shown = agent_saves(user, SECRET)
+    never_shown = agent_saves(other_user, "Plays chess")
+    judge, judge_client = staff_client(make_user, "judge", REVIEW, CONTENT)
+    _, bystander = staff_client(make_user, "bystander", REVIEW, CONTENT)
+    page = judge_client.get(QUEUE).content.decode()
+    first = review.next_candidate(this_week()).event_id
+    assert f'name="change" value="{first}"' in page
+    other = never_shown if first == shown else shown
+    # Another person's change the page never showed, and the shown one by a reviewer who never saw it.
+    refused = [judge_client.post(QUEUE, {"change": other, "verdict": "sensitive"}),
+               bystander.post(QUEUE, {"change": first, "verdict": "sensitive"})]
+    assert [answer.status_code for answer in refused] == [403, 403]
+    assert all("was not shown to you" in answer.content.decode() for answer in refused)
+    assert not WriteReview.objects.exists()
+    person = Client()
+    person.force_login(user if other == shown else other_user)
+    assert "Support flagged" not in person.get("/memory/").content.decode()
+    assert judge_client.post(QUEUE, {"change": first, "verdict": "keep"}).status_code == 302
+    assert list(WriteReview.objects.values_list("event_id", "staff_id")) == [(first, judge.pk)]
+    again = judge_client.post(QUEUE, {"change": first, "verdict": "sensitive"})
+    assert again.status_code == 409 and "already has a verdict" in again.content.decode()
+    assert WriteReview.objects.get().verdict == "keep"
+
+
+def test_only_a_change_drawn_in_the_weeks_sample_can_be_shown(user, settings, make_user):
+    changes = [agent_saves(user, f"Fact number {n}") for n in range(3)]
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "REVIEW_SAMPLE_PER_WEEK": 1}
+    drawn = {candidate.event_id for candidate in review.sample(this_week())}
+    undrawn = next(change for change in changes if change not in drawn)
+    staff = make_user("judge", "pw-judge-123", is_staff=True)
+    with pytest.raises(review.NotSampled):
+        shown_to(staff, undrawn)
+    with pytest.raises(review.NotShown):
+        review.record_verdict(event_id=undrawn, verdict=Verdict.SENSITIVE, staff=staff)
+    assert not WriteReview.objects.exists()
+
+
+@pytest.mark.parametrize("posted", [{"change": "²", "verdict": "keep"}, {"change": "①", "verdict": "keep"},
+                                    {"change": "9" * 5000, "verdict": "keep"}, {"change": "-1", "verdict": "keep"},
+                                    {"verdict": "keep"}, {"change": "shown", "verdict": "nope"}])
+def test_odd_review_forms_are_refused_with_a_sentence(user, make_user, posted):
+    change = agent_saves(user, SECRET)
+    _, judge = staff_client(make_user, "judge", REVIEW, CONTENT)
+    judge.get(QUEUE)
+    posted = {**posted, "change": str(change)} if posted.get("change") == "shown" else posted
+    answer = judge.post(QUEUE, posted)
+    assert answer.status_code in (400, 404) and not WriteReview.objects.exists()
+    assert "here is the next one" in answer.content.decode() or "choose one of the buttons" in answer.content.decode()
+
+
+@pytest.mark.parametrize("week", ["2026-02-30", "0001-01-01", "9999-12-31", "²⁰²⁶-⁰¹-⁰¹", "٢٠٢٦-١٢-٠٧"])
+def test_an_odd_week_shows_this_week_or_that_one(user, make_user, week):
+    change = agent_saves(user, SECRET)
+    _, judge = staff_client(make_user, "judge", REVIEW, CONTENT)
+    assert judge.get(QUEUE, {"week": week}).status_code == 200
+    assert judge.get(QUEUE).status_code == 200
+    assert judge.post(QUEUE, {"change": change, "verdict": "keep", "week": week}).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_verdicts_on_one_change_give_one_verdict_and_409s(user, make_user):
+    import threading
+
+    from django.db import connection
+
+    from tests.conftest import on_postgres
+
+    change = agent_saves(user, SECRET)
+    reviewers = [staff_client(make_user, f"judge{n}", REVIEW, CONTENT) for n in range(8 if on_postgres() else 4)]
+    for _, client in reviewers:
+        assert f'value="{change}"' in client.get(QUEUE).content.decode()
+    start = threading.Barrier(len(reviewers))
+    statuses: list[int] = []
+
+    def judge(client, verdict):
+        try:
+            start.wait(10)
+            statuses.append(client.post(QUEUE, {"change": change, "verdict": verdict}).status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=judge, args=(client, "sensitive" if n % 2 else "keep"))
+               for n, (_, client) in enumerate(reviewers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(statuses) == [302] + [409] * (len(reviewers) - 1)
+    assert WriteReview.objects.filter(event_id=change).count() == 1
