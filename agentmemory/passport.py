@@ -11,10 +11,16 @@ into ONE proposal the person reviews is `agentmemory.importing`.
 - Formats recognised (`FORMATS`): our JSON export; our Markdown pair (and
   Claude's memory files: `/memories/profile.md`, `/memories/notes.md`, one
   entry per line, an expiry as " (until YYYY-MM-DD)"); a mem0 export
-  (`[{"memory": ...}]` or `{"results": [...]}`); a Letta agent's core memory
+  (`[{"memory": ...}]` or `{"results": [...]}`, its `expiration_date` the
+  item's expiry); a Letta agent's core memory
   (`{"memory": {"blocks": [{"label": "human", "value": ...}]}}`, or the
   blocks themselves); ChatGPT's saved memories as copied from its settings
-  (one memory a line); a plain list (lines or bullets).
+  (one memory a line) or as the model prints them ("Model Set Context",
+  "1. [2024-04-26]. The user prefers ...": the dates dropped); a plain list
+  (lines or bullets).
+- An entry that our own export says was imported keeps where it was
+  imported from and when (`Item.imported`, `Item.at`), so an export read
+  back says "Imported from ChatGPT" as before, not "from your export".
 - `markdown_pair(documents)` writes the two files our import reads back.
 """
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from .rules import ISO_DATE, normalize_text
 
@@ -41,6 +48,11 @@ _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _FILE_LINE = re.compile(r"^\s*(?:#+\s*)?(?:file:\s*)?(/memories/[\w./-]+)\s*$", re.IGNORECASE)
 _UNTIL = re.compile(r"\s*\(until ([0-9]{4}-[0-9]{2}-[0-9]{2})\)\s*$")
+# Our Markdown's note of an imported entry's origin: an HTML comment, unseen where the Markdown is rendered.
+_ORIGIN = re.compile(r"\s*<!-- imported from ([a-z][a-z0-9_]{0,31}) at ([0-9T:.+-]{10,40}) -->\s*$")
+# ChatGPT's saved memories as the model prints them ("Model Set Context"): "1. [2024-04-26]. The user ...".
+_DATED = re.compile(r"^\s*\d+[.)]\s*\[[0-9]{4}-[0-9]{2}-[0-9]{2}\][.:]?\s+")
+_MODEL_SET_CONTEXT = re.compile(r"^\s*(?:#+\s*)?model set context\s*:?\s*$", re.IGNORECASE)
 # ChatGPT's settings list memories as third-person sentences about the person.
 _ABOUT_THE_PERSON = re.compile(
     r"^(?:user|the user|i|i'm|my|prefers|likes|dislikes|loves|hates|is|was|has|lives|works|wants|speaks|"
@@ -60,6 +72,9 @@ class Item:
     target: str  # "user" or "memory"
     content: str
     expires: str | None = None
+    # Read from our own export: the format the entry was first imported from and when ("" for none).
+    imported: str = ""
+    at: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,22 +124,30 @@ def route(content: str) -> str:
 
 
 def markdown_pair(documents: Mapping[str, Sequence[str]], expiries: Mapping[str, Mapping[str, str]] | None = None,
-                  ) -> dict[str, str]:
-    """Our two documents as Claude's memory files: one entry a line, an expiry as " (until YYYY-MM-DD)"."""
+                  origins: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> dict[str, str]:
+    """Our two documents as Claude's memory files: one entry a line, an expiry as " (until YYYY-MM-DD)".
+
+    `origins` ({target: {entry: (format, at)}}) notes an imported entry's
+    origin after it as an HTML comment, which our import reads back.
+    """
     expiries = expiries or {}
+    origins = origins or {}
     files = {}
     for path, target in FILES.items():
         dates = expiries.get(target) or {}
+        came = origins.get(target) or {}
         lines = [" ".join(entry.split("\n")) + (f" (until {dates[entry]})" if entry in dates else "")
+                 + (" <!-- imported from {} at {} -->".format(*came[entry]) if entry in came else "")
                  for entry in documents.get(target) or ()]
         files[path] = "\n".join(f"- {line}" for line in lines) + ("\n" if lines else "")
     return files
 
 
 def markdown_bundle(documents: Mapping[str, Sequence[str]],
-                    expiries: Mapping[str, Mapping[str, str]] | None = None) -> str:
+                    expiries: Mapping[str, Mapping[str, str]] | None = None,
+                    origins: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> str:
     """The Markdown pair as one text (each file under its path), as our import reads it back."""
-    return "\n".join(f"{path}\n{body}" for path, body in markdown_pair(documents, expiries).items())
+    return "\n".join(f"{path}\n{body}" for path, body in markdown_pair(documents, expiries, origins).items())
 
 
 # --- JSON ----------------------------------------------------------------------------
@@ -146,7 +169,8 @@ def _read_json(text: str) -> Imported | None:
     results = data.get("results") if isinstance(data, Mapping) else data
     if isinstance(results, list) and all(isinstance(item, Mapping) and isinstance(item.get("memory"), str)
                                          for item in results) and results:
-        return Imported(MEM0, tuple(Item(route(item["memory"]), _clean(item["memory"])) for item in results))
+        return Imported(MEM0, tuple(Item(route(item["memory"]), _clean(item["memory"]), _mem0_expiry(item))
+                                    for item in results))
     if isinstance(data, list) and all(isinstance(item, str) for item in data):
         return Imported(PLAIN, tuple(Item(route(item), _clean(item)) for item in data))
     raise ImportRefused("This JSON is not a format the import knows.", code="import_unknown_format")
@@ -166,10 +190,30 @@ def _ours(data: Mapping) -> list[Item]:
         sources = sources if isinstance(sources, list) and len(sources) == len(entries) else [None] * len(entries)
         for entry, source in zip(entries, sources):
             if isinstance(entry, str):
-                expires = source.get("expires") if isinstance(source, Mapping) else None
+                source = source if isinstance(source, Mapping) else {}
+                expires = source.get("expires")
+                imported, at = _origin(source.get("imported"), source.get("at"))
                 items.append(Item(target, _clean(entry),
-                                  expires if isinstance(expires, str) and ISO_DATE.fullmatch(expires) else None))
+                                  expires if isinstance(expires, str) and ISO_DATE.fullmatch(expires) else None,
+                                  imported, at))
     return items
+
+
+def _mem0_expiry(item: Mapping) -> str | None:
+    """mem0's `expiration_date` (documented as a plain YYYY-MM-DD, the last day it is shown), or None."""
+    value = item.get("expiration_date")
+    return value if isinstance(value, str) and ISO_DATE.fullmatch(value) else None
+
+
+def _origin(imported: object, at: object) -> tuple[str, str]:
+    """An export's note of where an entry was imported from, when well formed; ("", "") otherwise."""
+    if not (isinstance(imported, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", imported) and isinstance(at, str)):
+        return "", ""
+    try:
+        datetime.fromisoformat(at)
+    except ValueError:
+        return "", ""
+    return imported, at
 
 
 def _letta(blocks: object) -> list[Item]:
@@ -202,11 +246,23 @@ def _read_text(text: str) -> Imported:
             if target is None:
                 continue
             for entry in _lines(line):
+                imported, at = "", ""
+                noted = _ORIGIN.search(entry)
+                if noted is not None and entry[:noted.start()].strip():
+                    imported, at = _origin(noted.group(1), noted.group(2))
+                    entry = entry[:noted.start()].strip()
                 content, expires = _split_until(entry)
-                items.append(Item(target, content, expires))
+                items.append(Item(target, content, expires, imported, at))
         return Imported(OURS_MARKDOWN, tuple(items))
-    bullets = sum(1 for line in lines if _BULLET.match(line))
     written = [line for line in lines if line.strip()]
+    # As printed: under "# Model Set Context" (what is said before the heading is no memory), often fenced.
+    heading = next((index for index, line in enumerate(written) if _MODEL_SET_CONTEXT.match(line)), -1)
+    dated = [line for line in written[heading + 1:] if not line.lstrip().startswith("```")]
+    if dated and all(_DATED.match(line) for line in dated):
+        # ChatGPT's memories as the model prints them: the number and the date go, each line one memory.
+        return Imported(CHATGPT, tuple(Item(route(line), line) for line in _lines(
+            "\n".join(_DATED.sub("", line) for line in dated))))
+    bullets = sum(1 for line in lines if _BULLET.match(line))
     kind = PLAIN if bullets else CHATGPT
     return Imported(kind, tuple(Item(route(line), line) for line in _lines("\n".join(written))))
 

@@ -92,8 +92,10 @@ class Proposal:
 
 
 def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = None,
-             merged_from: Sequence[Sequence[str]] | None = None, imported: str = "") -> list[dict]:
+             merged_from: Sequence[Sequence[str]] | None = None, imported: str = "",
+             first_imported: Sequence[tuple[str, str] | None] | None = None) -> list[dict]:
     reasons = list(reasons or ())
+    first_imported = list(first_imported or ())
     merged_from = list(merged_from or ())
     stored = []
     for index, op in enumerate(operations):
@@ -108,6 +110,9 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
             item["from"] = [str(entry) for entry in merged_from[index]]  # Tidy up: the entries this line came from
         if imported and op.action == "add":
             item["imported"] = imported  # an import's add: the format's code, no content
+            if index < len(first_imported) and first_imported[index]:
+                was, at = first_imported[index]  # type: ignore[misc]  # checked just above
+                item["first_imported"] = {"from": was, "at": at}  # our export's note of an earlier import
         stored.append(item)
     return stored
 
@@ -153,6 +158,7 @@ def create(
     merged_from: Sequence[Sequence[str]] | None = None,
     imported: str = "",
     model: str = "",
+    first_imported: Sequence[tuple[str, str] | None] | None = None,
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
@@ -166,7 +172,9 @@ def create(
     `merged_from`, one per operation, the entries a Tidy up's line came from.
     `imported` (the person's import, `agentmemory.importing`): the format's
     code; the person asked for it, so it is stored with memory off too, and
-    the event's actor is the person.
+    the event's actor is the person. `first_imported`, one per operation:
+    an entry of our own export that was imported before, as (format, when),
+    kept in what the save writes ("Imported from ChatGPT" stays so).
     With `erasures` (the erase count the turn read), raise
     MemoryValidationError `erased` (nothing stored) when the person erased
     their memory since.
@@ -181,7 +189,7 @@ def create(
         if guard is not None:
             guard.check()
         proposal = MemoryProposal.objects.create(
-            user_id=user_id, operations=_to_json(operations, reasons, merged_from, imported),
+            user_id=user_id, operations=_to_json(operations, reasons, merged_from, imported, first_imported),
             operation_count=len(operations),
             conversation_id=conversation_id,
             turn_id=turn_id[:64], expires_at=timezone.now() + timedelta(days=memory_settings().proposal_ttl_days),
@@ -310,6 +318,11 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None,
             raise MemoryValidationError("Only an import's items can be moved or left out.", code="invalid_route")
         origin: dict[str, Any] = ({"by": "user", "imported": imported} if imported else
                                   {"by": "agent", "conversation_id": row.conversation_id, "turn_id": row.turn_id})
+        if imported:
+            # Entries our export says were imported earlier keep that origin (an edited one is the person's own).
+            origin["imported_entries"] = {
+                item["content"]: item["first_imported"] for position, item in enumerate(row.operations, start=1)
+                if isinstance(item.get("first_imported"), Mapping) and position not in edits}
         merges = _merges(operations, row.operations)
         if merges:
             origin["merges"] = merges  # a Tidy up's lines keep the sources of the entries they came from

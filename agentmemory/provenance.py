@@ -121,14 +121,18 @@ Merges = Mapping[str, Mapping[str, Sequence[str]]]
 
 
 def carry(before: Snapshot, before_sources: Sources, after: Snapshot, new: Source,
-          merges: Merges | None = None) -> dict[str, tuple]:
+          merges: Merges | None = None, imported: Mapping[str, Mapping] | None = None) -> dict[str, tuple]:
     """Return the sources of `after`'s entries: kept where the text survived, `new` where it is new.
 
     `merges` (Tidy up) names, per document, lines of `after` and the entries
     of `before` each came from: such a line gets `new`, marked tidied, with
     the sources of all those entries (a line that is one entry unchanged
-    keeps that entry's source).
+    keeps that entry's source). `imported` ({entry: {"from", "at"}}, an
+    import of our own export) names new entries imported before: such an
+    entry gets `new` with that format and time, when both are well formed
+    and the time is not after `new`'s.
     """
+    imported = imported or {}
     result: dict[str, tuple[Any, ...]] = {}
     for target in TARGETS:
         old_entries = before.entries(target)
@@ -136,7 +140,7 @@ def carry(before: Snapshot, before_sources: Sources, after: Snapshot, new: Sourc
         tidied = (merges or {}).get(target) or {}
         result[target] = tuple(
             _merged(entry, tidied[entry], old, new) if entry in tidied
-            else old[entry] if entry in old else new
+            else old[entry] if entry in old else _first_imported(new, imported.get(entry))
             for entry in after.entries(target)
         )
     return result
@@ -156,6 +160,21 @@ def _merged(entry: str, came_from: Sequence[str], old: Mapping, new: Source) -> 
                                       turn_id=origin.turn_id, restored=origin.restored, imported=origin.imported))
     return Source(by=new.by, at=new.at, conversation_id=new.conversation_id, turn_id=new.turn_id,
                   restored=new.restored, tidied=True, merged=tuple(origins[:MAX_MERGED]))
+
+
+def _first_imported(new: Source, earlier) -> Source:
+    if not isinstance(earlier, Mapping) or not new.imported:
+        return new
+    code, at = earlier.get("from"), earlier.get("at")
+    if not (isinstance(code, str) and _IMPORTED.fullmatch(code) and isinstance(at, str)):
+        return new
+    try:
+        when = datetime.fromisoformat(at)
+        if when.tzinfo is None or when > datetime.fromisoformat(new.at):
+            return new  # a time to come, or one without its zone, is no import that happened
+    except (TypeError, ValueError):
+        return new
+    return replace(new, imported=code, at=when.isoformat())
 
 
 def expiries(entries: Sequence[str], sources: Sequence[Source | None]) -> dict[str, str]:

@@ -325,6 +325,11 @@ def markdown_export(*, user_id) -> str:
     """
     from .passport import markdown_bundle
 
-    snapshot = load_state(user_id=user_id).snapshot
+    stored = load_state(user_id=user_id)
+    snapshot = stored.snapshot
+    origins = {target: {entry: (source.imported, source.at)
+                        for entry, source in zip(snapshot.entries(target), stored.sources.get(target) or ())
+                        if source is not None and source.imported}
+               for target in TARGETS}
     return markdown_bundle({target: snapshot.entries(target) for target in TARGETS},
-                           {target: snapshot.expiries(target) for target in TARGETS})
+                           {target: snapshot.expiries(target) for target in TARGETS}, origins)

@@ -90,6 +90,8 @@ class OriginSerializer(serializers.Serializer):
     conversation_id = serializers.IntegerField(required=False, help_text="The chat it came from, if any.")
     turn_id = serializers.CharField(required=False)
     restored = serializers.BooleanField(required=False, help_text="true: put back by an undo or a restore.")
+    imported = serializers.CharField(required=False, help_text="Brought in by the person's import: the format it "
+                                     "came from (chatgpt, mem0, letta, ours_json, ...).")
 
 
 class SourceSerializer(OriginSerializer):

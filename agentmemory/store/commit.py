@@ -179,7 +179,8 @@ def commit_operations(
                 now = sql.now(moment)
                 source = _origin(actor, origin, moment)
                 sources = provenance.set_expiry(
-                    provenance.carry(current, stored.sources, updated, source, merges=(origin or {}).get("merges")),
+                    provenance.carry(current, stored.sources, updated, source, merges=(origin or {}).get("merges"),
+                                     imported=(origin or {}).get("imported_entries")),
                     updated, source)
                 _persist(cursor, sql, db, owner, rows, changed, updated, now, sources)
                 outcome = Outcome.COMMITTED if changed else Outcome.UNCHANGED
