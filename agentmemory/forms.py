@@ -52,24 +52,39 @@ class CorrectEntryForm(RemoveEntryForm):
 
 
 class ExpiryForm(RemoveEntryForm):
-    """An entry's expiry: a date, or a preset ("week": for a week; "never": until the person removes it)."""
+    """An entry's expiry: a date, or a preset ("week": for a week; "never": until the person removes it).
+
+    `shown` is the date the page showed in the date field (its current
+    expiry, or empty). A date other than that one was typed by the person, so
+    it wins over "until I remove it", which an entry with no expiry shows
+    selected; beside "for a week" it is refused, never silently dropped.
+    """
 
     date = forms.DateField(required=False, input_formats=["%Y-%m-%d"],
                            error_messages={"invalid": gettext_lazy("Choose a date, or keep the entry until you "
                                                                    "remove it.")})
     preset = forms.ChoiceField(choices=[("", ""), ("week", "week"), ("never", "never")], required=False)
+    shown = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
     tz = forms.CharField(required=False, max_length=64)
 
     def clean(self):
         data = super().clean()
-        if not data.get("preset") and not data.get("date") and not self.errors:
+        if self.errors:
+            return data
+        if not data.get("preset") and not data.get("date"):
             raise forms.ValidationError(gettext_lazy("Choose a date, or keep the entry until you remove it."))
+        if data.get("preset") == "week" and self._typed_date():
+            raise forms.ValidationError(gettext_lazy("Choose either “for a week” or a date, not both."))
         return data
+
+    def _typed_date(self) -> bool:
+        typed = self.cleaned_data.get("date")
+        return typed is not None and typed != self.cleaned_data.get("shown")
 
     @property
     def expires(self) -> str:
         preset = self.cleaned_data.get("preset")
-        if preset == "never":
+        if preset == "never" and not self._typed_date():
             return "never"
         if preset == "week":
             return "for a week"

@@ -172,6 +172,8 @@ ADDED_AFTER_REMOVE = "added_after_remove"
 PATCHED = "patched"
 # A replace or an add of an existing entry that only set, changed or cleared the entry's expiry.
 EXPIRY_CHANGED = "expiry_changed"
+# How an event counts a replace that carries only an expiry (`summarize`): History names it as such.
+EXPIRY_ACTION = "expiry"
 # Effects that leave memory as it was.
 NO_CHANGE = frozenset({DUPLICATE, UNCHANGED, NOTHING_TO_REMOVE})
 
@@ -864,11 +866,15 @@ def preview(entry: str, width: int = PREVIEW_CHARS) -> str:
 
 
 def summarize(operations: Sequence[Operation]) -> BatchSummary:
+    """Count a batch by document and by action; a replace that carries only an expiry counts as "expiry"."""
     targets: dict[str, int] = {}
     actions: dict[str, int] = {}
     for operation in operations:
         targets[operation.target] = targets.get(operation.target, 0) + 1
-        actions[operation.action] = actions.get(operation.action, 0) + 1
+        action = operation.action
+        if action == "replace" and operation.content is None and operation.expires is not None:
+            action = EXPIRY_ACTION
+        actions[action] = actions.get(action, 0) + 1
     return BatchSummary(operation_count=len(operations), targets=targets, actions=actions)
 
 

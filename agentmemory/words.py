@@ -102,7 +102,7 @@ _VIEWED_WHERE_FOR_STAFF = {
 }
 
 # The actions an event counts, in the order History names them.
-_ACTIONS = ("add", "replace", "remove")
+_ACTIONS = ("add", "replace", "expiry", "remove")
 
 # How the page names a threat category: "it looks like ...".
 THREAT_LABELS = {
@@ -466,11 +466,17 @@ def _action_part(action: str, count: int, mode: str) -> str:
             return ngettext("added %(count)s entry", "added %(count)s entries", count) % values
         if action == "replace":
             return ngettext("corrected %(count)s entry", "corrected %(count)s entries", count) % values
+        if action == "expiry":
+            return ngettext("changed the expiry of %(count)s entry", "changed the expiry of %(count)s entries",
+                            count) % values
         return ngettext("removed %(count)s entry", "removed %(count)s entries", count) % values
     if action == "add":
         return ngettext("add %(count)s entry", "add %(count)s entries", count) % values
     if action == "replace":
         return ngettext("correct %(count)s entry", "correct %(count)s entries", count) % values
+    if action == "expiry":
+        return ngettext("change the expiry of %(count)s entry", "change the expiry of %(count)s entries",
+                        count) % values
     return ngettext("remove %(count)s entry", "remove %(count)s entries", count) % values
 
 
@@ -498,7 +504,7 @@ _WHERE = {
 }
 
 
-_PREPOSITIONS = {"add": "to", "replace": "in", "remove": "from"}
+_PREPOSITIONS = {"add": "to", "replace": "in", "expiry": "in", "remove": "from"}
 
 
 def describe_changes(actions: Mapping[str, int], targets: Mapping[str, int], *, done: bool = True) -> str:
@@ -719,6 +725,9 @@ IMPORT_REFUSED = {
     "import_empty": gettext_lazy("No memory was found in this import. Paste the text, or choose a file."),
     "import_nothing_new": gettext_lazy("Nothing in this import can be added, so nothing was proposed: see why "
                                        "under each item."),
+    "import_split_phrases": gettext_lazy("Several items of this import read as instructions to the assistant "
+                                         "when read one after the other, so nothing was imported. Remove those "
+                                         "lines and try again."),
 }
 IMPORT_REFUSED_FALLBACK = gettext_lazy("This import could not be read. Nothing was imported.")
 
@@ -758,10 +767,15 @@ def import_route(target: str) -> str:
 IMPORT_SKIP = gettext_lazy("Leave out")
 IMPORT_PROPOSED = gettext_lazy("Review your import: nothing is saved until you choose Save.")
 IMPORT_SAVED = gettext_lazy("Your import is saved to your memory.")
+IMPORT_THROTTLED = gettext_lazy("Too many imports, or views of an import, in a short time. Wait a minute and "
+                                "try again.")
 _IMPORT_SAVE_MESSAGES = {
     "import_all_skipped": gettext_lazy("Every item is left out, so there is nothing to save. Discard the import "
                                        "instead, or keep at least one item."),
     "invalid_route": gettext_lazy("Choose your profile, your notes, or Leave out for each item."),
+    "invalid_route_key": gettext_lazy("Each route is keyed by an item's number in the import (1, 2, 3 ...)."),
+    "erased": gettext_lazy("Your memory was erased while this import was read, so nothing was imported. "
+                           "Import it again if you still want it."),
 }
 
 

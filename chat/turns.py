@@ -62,7 +62,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils.translation import gettext, gettext_noop
 
-from agentmemory.rules import document_length, summarize
+from agentmemory.rules import rendered_length, summarize
 from agentmemory.telemetry import MemorySpan, memory_span
 from agentmemory.turn import (
     CODE_MESSAGES,
@@ -335,8 +335,8 @@ class _Turn:
         span.set_metadata(
             outcome=outcome, memory_status=memory_status,
             operation_count=summary.operation_count, targets=summary.targets,
-            user_characters=document_length(after.user) if after else None,
-            memory_characters=document_length(after.memory) if after else None,
+            user_characters=rendered_length(after, "user") if after else None,
+            memory_characters=rendered_length(after, "memory") if after else None,
             retry_count=committed.retry_count if committed else None,
             # Operations trusted code doubted and offered to the person instead (`agentmemory.gate`).
             asked_count=sum(1 for reason in self.memory.staged_reasons if reason),

@@ -14,7 +14,7 @@ from django.db import connection
 
 from ..conf import memory_settings
 from ..models import Actor, MemoryEvent, Outcome, SourceIntent
-from ..rules import Operation, document_length, summarize
+from ..rules import Operation, rendered_length, summarize
 from .locks import bounded_wait
 from .statements import Statements, vendor_statements
 
@@ -30,8 +30,8 @@ def record_event(*, user_id, actor, outcome, summary, snapshot, retry_count, sta
         _insert_event(
             user_id=user_id, actor=actor, outcome=outcome, operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions,
-            user_characters=document_length(snapshot.user) if snapshot else None,
-            memory_characters=document_length(snapshot.memory) if snapshot else None,
+            user_characters=rendered_length(snapshot, "user") if snapshot else None,
+            memory_characters=rendered_length(snapshot, "memory") if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
             model=model, policy_version=policy_version, source_intent=source_intent,
         )
@@ -53,8 +53,8 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
         event = MemoryEvent(
             user_id=owner, actor=actor, outcome=outcome, operation_count=summary.operation_count,
             targets=summary.targets, actions=summary.actions,
-            user_characters=document_length(snapshot.user) if snapshot else None,
-            memory_characters=document_length(snapshot.memory) if snapshot else None,
+            user_characters=rendered_length(snapshot, "user") if snapshot else None,
+            memory_characters=rendered_length(snapshot, "memory") if snapshot else None,
             retry_count=retry_count, duration_ms=elapsed_ms(started), error_code=error_code,
             model=model, policy_version=policy_version, source_intent=source_intent,
         )
@@ -63,8 +63,8 @@ def event_params(sql: Statements, *, owner, actor, outcome, summary, snapshot, r
     return [
         owner, str(actor), str(outcome), summary.operation_count,
         adapt_json(summary.targets, None), adapt_json(summary.actions, None),
-        document_length(snapshot.user) if snapshot else None,
-        document_length(snapshot.memory) if snapshot else None,
+        rendered_length(snapshot, "user") if snapshot else None,
+        rendered_length(snapshot, "memory") if snapshot else None,
         retry_count, elapsed_ms(started), error_code, None, "", "", model, policy_version, source_intent, now,
     ]
 

@@ -21,7 +21,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from ..arguments import load_arguments
 from ..conf import memory_settings
-from ..rules import TARGETS, MemoryValidationError, document_length, summarize
+from ..rules import TARGETS, MemoryValidationError, rendered_length, summarize
 from .logs import format_exception_safely, qualified_name, safe_exception_message
 
 TRACER_NAME = "agentmemory"
@@ -199,8 +199,8 @@ def traced_commit(func: Callable[..., Any]) -> Callable[..., Any]:
                 outcome=str(result.outcome),
                 retry_count=result.retry_count,
                 duration_ms=result.duration_ms,
-                user_characters=document_length(result.snapshot.user),
-                memory_characters=document_length(result.snapshot.memory),
+                user_characters=rendered_length(result.snapshot, "user"),
+                memory_characters=rendered_length(result.snapshot, "memory"),
             )
             capture_content(span, "memory.content.snapshot", result.snapshot)
             return result
@@ -226,8 +226,8 @@ def traced_tool(func: Callable[[Any], dict]) -> Callable[[Any], dict]:
                 position=reply.get("position") if isinstance(reply.get("position"), int) else None,
                 operation_count=count,
                 targets=targets,
-                user_characters=document_length(ledger.snapshot.user) if ledger else None,
-                memory_characters=document_length(ledger.snapshot.memory) if ledger else None,
+                user_characters=rendered_length(ledger.snapshot, "user") if ledger else None,
+                memory_characters=rendered_length(ledger.snapshot, "memory") if ledger else None,
                 retry_count=ledger.failed_calls if ledger else None,
             )
             capture_content(span, "memory.content.result", reply)

@@ -1,8 +1,9 @@
 // The memory page, enhanced. Without this script every form is a plain post
 // that comes back to /memory/ with its error beside the field; with it:
 //
-// - Add, Correct, Remove and the "Use memory in chats" switch post the same
-//   form with fetch and `Accept: application/json`. An error appears beside
+// - Add, Correct, Remove, an expiry, the "Use memory in chats" switch, "Save
+//   changes" and "Quality review" post the same form with fetch and
+//   `Accept: application/json`. An error appears beside
 //   its field and takes the focus; nothing navigates. A success refreshes the
 //   entries in place and says so in a status line.
 // - "Save changes" and the Save / Discard of a proposal under "Waiting for
@@ -112,7 +113,7 @@
   // --- posting the forms ----------------------------------------------------------
 
   var ENHANCED = ".memory-add, .memory-correct, .memory-remove, .memory-expiry, .memory-switch, .memory-save-mode, " +
-    ".proposal-save, .proposal-discard, .change-undo, .change-restore, .memory-tidy";
+    ".memory-review-setting, .proposal-save, .proposal-discard, .change-undo, .change-restore, .memory-tidy";
   var TIDYING = gettext("Asking the assistant to tidy up\u2026 This can take a few seconds.");
 
   root.addEventListener("submit", function (event) {
@@ -145,12 +146,18 @@
       if (!answer || !answer.ok) {
         if (form.matches(".memory-switch")) revertSwitch(form);
         if (form.matches(".memory-save-mode")) revertSaveMode();
+        if (form.matches(".memory-review-setting")) revertReviewSetting();
         showFieldError(form, (answer && answer.message) || NOT_READ);
         return;
       }
       clearFieldError(form);
       if (form.matches(".memory-switch")) {
         setSwitch(answer.use_memory);
+        showStatus(answer.message);
+        return;
+      }
+      if (form.matches(".memory-review-setting")) {
+        setReviewSetting(answer.allow_review);
         showStatus(answer.message);
         return;
       }
@@ -169,6 +176,16 @@
       showStatus(answer.message);
       refresh({ focus: next });
     });
+  });
+
+  // A date typed into an expiry form means "until a date", whatever its select
+  // showed (the server reads it the same way without this script).
+  root.addEventListener("input", function (event) {
+    var field = event.target;
+    if (!(field instanceof HTMLInputElement) || field.type !== "date" || !field.value) return;
+    var form = field.closest(".memory-expiry");
+    var preset = form ? form.querySelector('select[name="preset"]') : null;
+    if (preset && preset.value !== "") preset.value = "";
   });
 
   // Where the focus goes after a change: the add box stays; after a
@@ -250,6 +267,37 @@
     saveModeForm.setAttribute("data-saved", checked ? checked.value : "auto");
     saveModeForm.addEventListener("change", function () {
       saveModeForm.requestSubmit();
+    });
+  }
+
+  // --- "Quality review": support staff may sample, or never --------------------------
+  // Its Apply button is hidden like the others' (`.js .memory-switch-save`): a
+  // choice saves as it is made. The two state sentences come translated from
+  // the page (data-state-allowed, data-state-refused).
+
+  var reviewForm = document.getElementById("review-setting");
+  var reviewState = document.getElementById("review-setting-state");
+
+  function setReviewSetting(allowed) {
+    if (!reviewForm) return;
+    var value = allowed ? "1" : "0";
+    Array.prototype.forEach.call(reviewForm.querySelectorAll('input[name="allow_review"]'), function (choice) {
+      choice.checked = choice.value === value;
+    });
+    reviewForm.setAttribute("data-saved", value);
+    var sentence = reviewForm.getAttribute(allowed ? "data-state-allowed" : "data-state-refused");
+    if (reviewState && sentence) reviewState.textContent = sentence;
+  }
+
+  function revertReviewSetting() {
+    if (reviewForm) setReviewSetting(reviewForm.getAttribute("data-saved") === "1");
+  }
+
+  if (reviewForm) {
+    var allowed = reviewForm.querySelector('input[name="allow_review"]:checked');
+    reviewForm.setAttribute("data-saved", allowed ? allowed.value : "0");
+    reviewForm.addEventListener("change", function () {
+      reviewForm.requestSubmit();
     });
   }
 
