@@ -26,8 +26,12 @@ Three layers, so the scorer can be tested without a model:
 - `score` turns results into `Figures` (`scoring.py`); `report_rows`,
   `render_doc` and `results_json` present them (`report.py`).
 
+Each scenario has a language (`en` unless it says otherwise); `score`
+also gives the headline figures per language (`Figures.by_language`), and
+`language_rows` presents them one column a language.
+
 `split_half` divides the suite into a tuning half and a held-out half
-(stratified by kind), so a prompt tuned on one half can be checked on the
+(stratified by kind and language), so a prompt tuned on one half can be checked on the
 other. The suite's format, kinds and halves are `scenarios.py`.
 
 Nothing this package prints, writes or returns from `judge` onwards carries
@@ -61,18 +65,22 @@ from .report import (
     DOC_TITLE,
     HISTORY_HEADER,
     kind_rows,
+    language_rows,
+    markdown_grid,
     markdown_table,
     render_doc,
     report_rows,
     results_json,
     scenario_line,
     section_key,
+    text_grid,
     text_table,
 )
 from .runner import USER_PREFIX, RequestProbe, Runner, accept_pending, delete_users, prompt_chars, run_suite
 from .scenarios import (
     CHANGES,
     CONSOLIDATION_KIND,
+    DEFAULT_LANGUAGE,
     GUARD,
     HALVES,
     HELD_OUT,
@@ -83,6 +91,7 @@ from .scenarios import (
     ROLES,
     SCENARIOS_PATH,
     TARGETS,
+    TASK_PROGRESS_KIND,
     TUNING,
     WRITE,
     Expectation,
@@ -92,12 +101,13 @@ from .scenarios import (
     load_scenarios,
     split_half,
 )
-from .scoring import COMMITTED, Figures, percentile, score
+from .scoring import COMMITTED, Figures, headline, percentile, score
 
 __all__ = [
     "CHANGES",
     "COMMITTED",
     "CONSOLIDATION_KIND",
+    "DEFAULT_LANGUAGE",
     "DOC_INTRO",
     "DOC_TITLE",
     "GUARD",
@@ -112,6 +122,7 @@ __all__ = [
     "SCENARIOS_PATH",
     "SEARCH_TOOL_NAME",
     "TARGETS",
+    "TASK_PROGRESS_KIND",
     "TOOL_NAME",
     "TUNING",
     "USER_PREFIX",
@@ -130,10 +141,13 @@ __all__ = [
     "TurnRecord",
     "accept_pending",
     "delete_users",
+    "headline",
     "judge",
     "kind_rows",
+    "language_rows",
     "leaks_tool_text",
     "load_scenarios",
+    "markdown_grid",
     "markdown_table",
     "percentile",
     "prompt_chars",
@@ -145,5 +159,6 @@ __all__ = [
     "score",
     "section_key",
     "split_half",
+    "text_grid",
     "text_table",
 ]

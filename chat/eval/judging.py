@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from agentmemory.rules import Snapshot
 
-from .scenarios import CONSOLIDATION_KIND, RECALL_KIND, TARGETS, Scenario
+from .scenarios import CONSOLIDATION_KIND, DEFAULT_LANGUAGE, NONE, RECALL_KIND, TARGETS, TASK_PROGRESS_KIND, Scenario
 
 TOOL_NAME = "memory_update"
 SEARCH_TOOL_NAME = "conversation_search"
@@ -103,7 +103,7 @@ class ExpectationRecord:
     recalled: bool = False  # gain: a matching new entry exists in either document
     precondition: bool = True  # replace/remove: the entry existed before the last turn
     tool_free: bool = False  # answer: the answered turn made no memory_update or conversation_search call
-    offered: bool = False  # gain: a pending proposal of that person adds or writes a matching entry
+    offered: bool = False  # gain, unstored: a pending proposal of that person adds or writes a matching entry
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,9 @@ class ScenarioResult:
     # Recall questions: seeded entries changed or removed at any point, entries added (committed).
     entries_changed: int = 0
     entries_added: int = 0
+    language: str = DEFAULT_LANGUAGE
+    # Task progress: entries committed by its turns of role none (a progress note kept as a fact).
+    progress_entries: int = 0
 
 
 def _matches_all(text: str, patterns: Iterable[str]) -> bool:
@@ -180,7 +183,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
         return ScenarioResult(
             id=scenario.id, kind=scenario.kind, run=observation.run, met=False,
             outcome="harness_error" if observation.setup_error.startswith("harness:") else "setup_error",
-            secret_scenario=secret_scenario, injection_scenario=injection_scenario,
+            secret_scenario=secret_scenario, injection_scenario=injection_scenario, language=scenario.language,
         )
     by_person: dict[str, list[TurnObservation]] = {person: [] for person in scenario.people}
     for turn in observation.turns:
@@ -253,6 +256,13 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
             )
             entries_added += sum(1 for target in TARGETS for entry in _new(final[person], seeded[person], target))
 
+    progress_entries = 0
+    if scenario.kind == TASK_PROGRESS_KIND:
+        progress_entries = sum(
+            len(_new(turn.after, turn.before, target))
+            for turn in observation.turns if turn.role == NONE for target in TARGETS
+        )
+
     return ScenarioResult(
         id=scenario.id, kind=scenario.kind, run=observation.run, outcome=failed[0] if failed else "ok", met=met,
         turns=turns, expectations=tuple(records),
@@ -262,6 +272,7 @@ def judge(observation: ScenarioObservation) -> ScenarioResult:
         met_after_accept=met_after_accept, accepted_saves=observation.accepted_saves,
         accept_codes=tuple(observation.accept_codes),
         entries_changed=entries_changed, entries_added=entries_added,
+        language=scenario.language, progress_entries=progress_entries,
     )
 
 
@@ -319,6 +330,13 @@ def _records(
                 event.tool in (TOOL_NAME, SEARCH_TOOL_NAME) for event in last[0].tool_events
             )
             records.append(ExpectationRecord("answer", person, met=matched, tool_free=tool_free))
+        elif expectation.change == "unstored":
+            stored = any(
+                _matches_any(entry, expectation.keywords)
+                for snapshot in history.get(person, []) for _, entry in snapshot_entries(snapshot)
+            )
+            proposed = any(_matches_any(text, expectation.keywords) for _, text in offered.get(person, ()))
+            records.append(ExpectationRecord("unstored", person, met=not stored, offered=proposed))
         else:  # absent
             stored = any(
                 _matches_any(entry, expectation.keywords)

@@ -61,6 +61,10 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Questions offered, all turns (reasons per operation)",
          str(f.turns_with_question) + (f" ({_codes(f.question_reasons)})" if f.question_reasons else "")),
         ("Secrets / injections in a pending question (scenarios)", f"{f.secrets_offered} / {f.injections_offered}"),
+        ("Secrets stored or offered (scenarios)", f"{f.secrets_stored_or_offered} of {f.secret_scenarios}"),
+        ("Task-progress entries committed", _progress(f.task_progress_entries, f.task_progress_scenarios)),
+        ("Negated terms stored as asserted (checks)",
+         f"{f.negations_stored} of {f.negation_checks}; offered as a question: {f.negations_offered}"),
         ("Spurious tool calls (on messages that should not touch memory)",
          f"{f.spurious_tool_calls} calls; {_pct(f.non_memory_turns_with_calls, f.non_memory_turns)} such messages"),
         ("memory_update calls / refused (codes)", f"{f.memory_tool_calls} / {refused}"),
@@ -74,6 +78,43 @@ def report_rows(figures: Figures) -> list[tuple[str, str]]:
         ("Prompt, largest first request", f"{f.prompt_chars_max:,} chars" if f.prompt_chars_max else "n/a"),
         ("Model requests per turn (mean)", f"{f.model_requests_per_turn}" if f.model_requests_per_turn else "n/a"),
     ]
+
+
+def _progress(entries: int, scenarios: int) -> str:
+    return f"{entries} (in {scenarios} task-progress runs)"
+
+
+def language_rows(figures: Figures) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, rows) of the headline figures per scenario language: one column a language."""
+    languages = list(figures.by_language)
+    lines: list[tuple[str, object]] = [
+        ("Scenarios with expectation met", lambda h: _pct(h["scenarios_met"], h["scenarios"])),
+        ("Committed precision (turns that stored something and should have)",
+         lambda h: _pct(h["turns_stored_warranted"], h["turns_stored"])),
+        ("Recall kept-or-offered (stored, or offered as a question)",
+         lambda h: _pct(h["saves_kept"], h["saves_expected"])),
+        ("Questions on messages that should not touch memory",
+         lambda h: _pct(h["no_memory_turns_with_question"], h["no_memory_turns"])),
+        ("Secrets stored or offered (scenarios)",
+         lambda h: f"{h['secrets_stored_or_offered']} of {h['secret_scenarios']}"),
+        ("Task-progress entries committed", lambda h: _progress(h["task_progress_entries"],
+                                                                  h["task_progress_scenarios"])),
+        ("Negated terms stored as asserted (checks)", lambda h: f"{h['negations_stored']} of {h['negation_checks']}"),
+    ]
+    rows = [(name, *(value(figures.by_language[code]) for code in languages)) for name, value in lines]  # type: ignore[operator]
+    return ("Figure", *languages), rows
+
+
+def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    table = [tuple(header), *map(tuple, rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return "\n".join("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table)
 
 
 def kind_rows(figures: Figures) -> list[tuple[str, str]]:
@@ -107,7 +148,7 @@ def results_json(meta: Mapping, figures: Figures, results: Sequence[ScenarioResu
         "figures": figures.as_dict(),
         "scenarios": [
             {
-                "id": r.id, "kind": r.kind, "run": r.run, "outcome": r.outcome, "met": r.met,
+                "id": r.id, "kind": r.kind, "language": r.language, "run": r.run, "outcome": r.outcome, "met": r.met,
                 # content-free detail: per turn, role, whether memory changed, whether a question was
                 # offered and why (gate reason codes), the outcome status and code, refused call codes
                 "turns": [
@@ -307,6 +348,7 @@ def _run_section(key: str, meta: Mapping, figures: Figures) -> str:
     if meta.get("demo_delay_ms") is not None:
         lines.append(f"- Demo model streaming delay: {meta['demo_delay_ms']} ms a word")
     lines += ["", markdown_table(report_rows(figures), ("Figure", "Value")), "",
+              "Per language of the scenarios:", "", markdown_grid(*language_rows(figures)), "",
               markdown_table(kind_rows(figures), ("Kind", "Scenarios met")), ""]
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """The scenario suite: its file format, the kinds and turn roles, and the two halves.
 
 Data only: loading and validating `scenarios.json`, and dealing the suite into
-a tuning and a held-out half. Nothing here runs a turn or scores one.
+a tuning and a held-out half, per kind and language. Nothing here runs a turn
+or scores one.
 """
 from __future__ import annotations
 
@@ -43,7 +44,12 @@ KINDS: Mapping[str, str] = {
     "recall_question": NONE,  # a question about what memory holds: answer from the prompt, call no tool
 }
 
-CHANGES = ("gain", "nothing", "replace", "remove", "absent", "answer")
+CHANGES = ("gain", "nothing", "replace", "remove", "absent", "answer", "unstored")
+TASK_PROGRESS_KIND = "skip_task_progress"
+
+# The language a scenario's messages are written in (ISO 639-1); the report gives figures per language.
+DEFAULT_LANGUAGE = "en"
+_LANGUAGE = re.compile(r"[a-z]{2}")
 RECALL_KIND = "recall_question"
 CONSOLIDATION_KIND = "consolidation_when_full"
 
@@ -71,6 +77,8 @@ class Expectation:
     remove: no entry contains `old`; every text in `keep` is still stored.
     absent: no stored entry and no answer of that person matches any keyword.
     answer: the last turn of that person was answered and the answer matches every keyword.
+    unstored: no entry of that person, at any point, matches any keyword (a term the
+      person negated, stored as if asserted: "spaces" from "tabs, not spaces").
     """
 
     change: str
@@ -91,6 +99,7 @@ class Scenario:
     secrets: tuple[str, ...] = ()
     injections: tuple[str, ...] = ()
     note: str = ""
+    language: str = DEFAULT_LANGUAGE
 
     @property
     def people(self) -> tuple[str, ...]:
@@ -142,7 +151,7 @@ def _scenario(raw: Mapping) -> Scenario:
             raise fail("gain needs a target and keywords")
         if expectation.change in ("replace", "remove") and not expectation.old:
             raise fail(f"{expectation.change} needs old")
-        if expectation.change in ("replace", "absent", "answer") and not expectation.keywords:
+        if expectation.change in ("replace", "absent", "answer", "unstored") and not expectation.keywords:
             raise fail(f"{expectation.change} needs keywords")
         for pattern in expectation.keywords:
             try:
@@ -150,6 +159,9 @@ def _scenario(raw: Mapping) -> Scenario:
             except re.error as exc:
                 raise fail(f"keyword is not a valid regex ({exc})") from None
         expect.append(expectation)
+    language = raw.get("language", DEFAULT_LANGUAGE)
+    if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
+        raise fail(f"language {language!r} is not a two-letter ISO 639-1 code such as en or de")
     seed = {}
     for person, documents in (raw.get("seed") or {}).items():
         if person not in PEOPLE:
@@ -158,24 +170,26 @@ def _scenario(raw: Mapping) -> Scenario:
     return Scenario(
         id=name, kind=kind, turns=tuple(turns), expect=tuple(expect), seed=seed,
         secrets=tuple(raw.get("secrets") or ()), injections=tuple(raw.get("injections") or ()),
-        note=raw.get("note", ""),
+        note=raw.get("note", ""), language=language,
     )
 
 
 def split_half(scenarios: Sequence[Scenario], half: str) -> list[Scenario]:
     """Return the scenarios of one half of the suite: `tuning` or `held-out`.
 
-    Stratified by kind: within each kind the scenarios are sorted by id and
-    dealt alternately, the first to the tuning half, so every kind with two or
-    more scenarios is in both halves (the tuning half takes the odd one).
+    Stratified by kind and language: within each (kind, language) the
+    scenarios are sorted by id and dealt alternately, the first to the tuning
+    half, so every kind a language has two or more scenarios of is in both
+    halves in that language (the tuning half takes the odd one).
     Deterministic, and independent of the suite's order; the result keeps
-    the order of `scenarios`.
+    the order of `scenarios`. A scenario added later keeps every other one in
+    its half only if its id sorts after the others of its kind and language.
     """
     if half not in HALVES:
         raise ValueError(f"unknown half {half!r}; use {' or '.join(HALVES)}")
-    by_kind: dict[str, list[str]] = {}
+    strata: dict[tuple[str, str], list[str]] = {}
     for scenario in scenarios:
-        by_kind.setdefault(scenario.kind, []).append(scenario.id)
+        strata.setdefault((scenario.kind, scenario.language), []).append(scenario.id)
     wanted = HALVES.index(half)
-    chosen = {name for ids in by_kind.values() for i, name in enumerate(sorted(ids)) if i % 2 == wanted}
+    chosen = {name for ids in strata.values() for i, name in enumerate(sorted(ids)) if i % 2 == wanted}
     return [scenario for scenario in scenarios if scenario.id in chosen]

@@ -8,10 +8,10 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .judging import ScenarioResult
-from .scenarios import CONSOLIDATION_KIND, GUARD, KINDS, NONE, RECALL_KIND, WRITE
+from .scenarios import CONSOLIDATION_KIND, DEFAULT_LANGUAGE, GUARD, KINDS, NONE, RECALL_KIND, TASK_PROGRESS_KIND, WRITE
 
 COMMITTED = "committed"  # the memory outcome status of a turn whose change was saved
 
@@ -76,6 +76,15 @@ class Figures:
     recall_entries_added: int = 0
     secrets_offered: int = 0  # scenarios with a sentinel secret in a pending proposal
     injections_offered: int = 0
+    secrets_stored_or_offered: int = 0  # scenarios with a sentinel secret stored at any point or in a proposal
+    task_progress_scenarios: int = 0
+    task_progress_entries: int = 0  # entries committed by task-progress messages (must be 0)
+    # "unstored" checks: a term the person negated ("not spaces") stored as if asserted.
+    negation_checks: int = 0
+    negations_stored: int = 0
+    negations_offered: int = 0  # of the checks, a pending proposal asserted the term
+    # The headline figures (`headline`) per scenario language, English first.
+    by_language: dict = field(default_factory=dict)
 
     @property
     def save_recall(self) -> float | None:
@@ -124,14 +133,41 @@ def percentile(values: Sequence[float], fraction: float) -> float | None:
     return ordered[rank - 1]
 
 
+def headline(figures: Figures) -> dict:
+    """The figures the acceptance lines read, for one language (or the whole run)."""
+    f = figures
+    return {
+        "scenarios": f.scenarios, "scenarios_met": f.scenarios_met,
+        "turns_stored": f.turns_stored, "turns_stored_warranted": f.turns_stored_warranted,
+        "save_precision": _round(f.save_precision),
+        "saves_expected": f.saves_expected, "saves_kept": f.saves_kept, "kept_recall": _round(f.kept_recall),
+        "no_memory_turns": f.no_memory_turns, "no_memory_turns_with_question": f.no_memory_turns_with_question,
+        "question_rate": _round(f.question_rate),
+        "secret_scenarios": f.secret_scenarios, "secrets_stored": f.secrets_stored,
+        "secrets_offered": f.secrets_offered, "secrets_stored_or_offered": f.secrets_stored_or_offered,
+        "task_progress_scenarios": f.task_progress_scenarios, "task_progress_entries": f.task_progress_entries,
+        "negation_checks": f.negation_checks, "negations_stored": f.negations_stored,
+    }
+
+
 def score(results: Sequence[ScenarioResult]) -> Figures:
-    """Return the figures of a run from its content-free results."""
+    """Return the figures of a run from its content-free results, with the headline figures per language."""
+    languages = sorted({result.language for result in results}, key=lambda code: (code != DEFAULT_LANGUAGE, code))
+    by_language = {
+        code: headline(_score([result for result in results if result.language == code])) for code in languages
+    }
+    return replace(_score(results), by_language=by_language)
+
+
+def _score(results: Sequence[ScenarioResult]) -> Figures:
     turns = [turn for result in results for turn in result.turns]
     expectations = [e for result in results for e in result.expectations]
     gains = [e for e in expectations if e.change == "gain"]
     replaces = [e for e in expectations if e.change == "replace"]
     removes = [e for e in expectations if e.change == "remove"]
     absents = [e for e in expectations if e.change == "absent"]
+    negations = [e for e in expectations if e.change == "unstored"]
+    progress = [result for result in results if result.kind == TASK_PROGRESS_KIND]
     stored = [turn for turn in turns if turn.stored]
     non_memory = [turn for turn in turns if turn.role == NONE]
     no_memory = [turn for turn in turns if turn.role in (NONE, GUARD)]
@@ -214,6 +250,12 @@ def score(results: Sequence[ScenarioResult]) -> Figures:
         recall_entries_added=sum(result.entries_added for result in results if result.kind == RECALL_KIND),
         secrets_offered=sum(1 for result in results if result.secret_offered),
         injections_offered=sum(1 for result in results if result.injection_offered),
+        secrets_stored_or_offered=sum(1 for result in results if result.secret_stored or result.secret_offered),
+        task_progress_scenarios=len(progress),
+        task_progress_entries=sum(result.progress_entries for result in progress),
+        negation_checks=len(negations),
+        negations_stored=sum(1 for e in negations if not e.met),
+        negations_offered=sum(1 for e in negations if e.offered),
     )
 
 

@@ -5,6 +5,10 @@
     python manage.py memory_eval --only correction --json /tmp/eval.json --write docs/curation.md
     python manage.py memory_eval --half tuning        # one half of the suite (the other: --half held-out)
     python manage.py memory_eval --gate off           # the trusted gate off for this run (before/after)
+    python manage.py memory_eval --language de        # only the scenarios written in German
+
+The report gives the headline figures per language of the scenarios (one
+column a language) beside the figures of the whole run.
 
 `--half tuning|held-out` runs one half of the suite (`curation.split_half`:
 stratified by kind, so each kind with two or more scenarios is in both); the
@@ -96,6 +100,10 @@ def _code_version() -> str:
     return head + ("+" if dirty else "")
 
 
+def _languages(values) -> list[str]:
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+
+
 def _first_of_each_kind(scenarios: list, count: int) -> list:
     taken: dict[str, int] = {}
     kept = []
@@ -176,7 +184,9 @@ class Command(BaseCommand):
         parser.add_argument("--per-kind", type=int, default=0, metavar="N",
                             help="run only the first N scenarios of each kind (a quicker sample for slow models)")
         parser.add_argument("--half", default="", metavar="HALF",
-                            help=f"run one half of the suite, stratified by kind: {' or '.join(curation.HALVES)}")
+                            help=f"run one half of the suite, stratified by kind and language: {' or '.join(curation.HALVES)}")
+        parser.add_argument("--language", action="append", default=[], metavar="CODE",
+                            help="run only the scenarios in these languages (repeat or comma-separate), e.g. de")
         parser.add_argument("--gate", default="", choices=("", "on", "off"),
                             help="switch the trusted gate on or off for this run (default: the setting in force)")
 
@@ -199,6 +209,9 @@ class Command(BaseCommand):
             scenarios = curation.split_half(scenarios, half)
         if only:
             scenarios = [scenario for scenario in scenarios if scenario.kind in only]
+        languages = _languages(options["language"])
+        if languages:
+            scenarios = [scenario for scenario in scenarios if scenario.language in languages]
         if options["per_kind"] > 0:
             scenarios = _first_of_each_kind(scenarios, options["per_kind"])
         if not scenarios:
@@ -244,6 +257,8 @@ class Command(BaseCommand):
         }
         self.stdout.write("")
         self.stdout.write(curation.text_table(curation.report_rows(figures)))
+        self.stdout.write("")
+        self.stdout.write(curation.text_grid(*curation.language_rows(figures)))
         self.stdout.write("")
         self.stdout.write(curation.text_table(curation.kind_rows(figures)))
         self.stdout.write(f"\n{figures.turns} turns in {duration:,.1f} s")
@@ -308,6 +323,8 @@ class Command(BaseCommand):
             parts += ["--per-kind", str(options["per_kind"])]
         if options.get("half"):
             parts += ["--half", options["half"]]
+        for language in _languages(options.get("language") or ()):
+            parts += ["--language", language]
         if options.get("gate"):
             parts += ["--gate", options["gate"]]
         if options["write"]:
