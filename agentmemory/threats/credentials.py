@@ -20,6 +20,8 @@ from collections.abc import Iterator
 
 from .entropy import random_runs
 from .folding import rendered_text
+from .identifiers import has_identifier, identifier_values
+from .labelled import has_labelled, labelled_values
 
 # Shapes of well-known credentials, matched case-sensitively on NFKC text.
 # Where only part of a match is the secret (a URL's password, a header's
@@ -393,6 +395,8 @@ def has_secret(compatible: str) -> bool:
         or _has_prose_secret(compatible)
         or bool(_SEED_PHRASE.search(compatible))
         or _has_card_number(compatible)
+        or has_identifier(compatible)
+        or has_labelled(compatible)
         or _has_unlabelled_secret(compatible)
     )
 
@@ -433,6 +437,8 @@ def secret_values(text: str) -> tuple[str, ...]:
             *_prose_values(view),
             *_seed_values(view),
             *_card_values(view),
+            *identifier_values(view),
+            *labelled_values(view),
             *_unlabelled_values(view),
         ]
         found.extend(sorted(pairs, key=lambda pair: pair[0]))
