@@ -653,7 +653,6 @@ def import_memory(request: HttpRequest) -> HttpResponse:
         size += len(content)
         kept.append((content if size <= _REVIEW_CHARS else "", code))
     request.session[IMPORT_KEY] = {"id": result.proposal_id, "refused": kept}
-    messages.info(request, str(words.IMPORT_PROPOSED))
     return redirect("agentmemory:import-review", pk=result.proposal_id)
 
 

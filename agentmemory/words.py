@@ -765,7 +765,6 @@ def import_route(target: str) -> str:
 
 
 IMPORT_SKIP = gettext_lazy("Leave out")
-IMPORT_PROPOSED = gettext_lazy("Review your import: nothing is saved until you choose Save.")
 IMPORT_SAVED = gettext_lazy("Your import is saved to your memory.")
 IMPORT_THROTTLED = gettext_lazy("Too many imports, or views of an import, in a short time. Wait a minute and "
                                 "try again.")
