@@ -71,7 +71,8 @@ def url_options(redis_url: str) -> dict:
 
 def sentinel_kwargs(password: str = "") -> dict:
     """How every connection to a sentinel is made: short timeouts, and the sentinels' password if any."""
-    kwargs = {"socket_timeout": SENTINEL_SOCKET_TIMEOUT, "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
+    kwargs: dict[str, float | str] = {"socket_timeout": SENTINEL_SOCKET_TIMEOUT,
+                                      "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
     if password:
         kwargs["password"] = password
     return kwargs
