@@ -69,7 +69,7 @@ from .features import (
     pasted_blocks,
 )
 from .reading import asks_memory, document_named, intent, may_be_unsaved, passing, passing_only, states_fact
-from .secrets import MIN_FRAGMENT, notes_credential, secret_in, turn_secrets
+from .secrets import MIN_FRAGMENT, notes_credential, secret_in, turn_secrets, withheld
 from .sources import TurnSources
 from .verdicts import MAX_UNSAVED, reason, refusal, split, unsaved_statements
 
@@ -80,5 +80,5 @@ __all__ = [
     "TRANSIENT_TURN", "TurnSources", "UNASKED_EDIT", "UNKNOWN", "UNSAVED", "asks_memory", "carries_attack",
     "document_named", "entry_reason", "from_message", "intent", "may_be_unsaved", "message_text", "notes_credential",
     "passing", "passing_only", "pasted_blocks", "reason", "refusal", "secret_in", "split", "states_fact",
-    "states_nothing", "turn_secrets", "unsaved_statements",
+    "states_nothing", "turn_secrets", "unsaved_statements", "withheld",
 ]

@@ -1,18 +1,28 @@
-"""Values the turn presented as secrets, and whether an entry holds one or points at one.
+"""Values the turn presented as secrets, and whether an entry holds one, however spelled, or points at one.
 
 The gate's one language-free promise: a value a message of the turn (the
-person's, or a tool result) gave as a secret never reaches memory, whole or
-in part. This module collects those values (`turn_secrets`) and matches an
-entry against them (`secret_in`, `notes_credential`); the rest of the gate
-calls only these names.
+person's, pasted text, or any tool result: a conversation_search hit, a
+host's own tool) gave as a secret never reaches memory, whole or in part,
+in any spelling (`threats.spellings`: case, separators, reversed, hex,
+base64, URL-encoding, digits spelled out). A secret is what the scan's
+credential readers find (labelled and unlabelled credentials, sensitive
+identifiers, PINs, codes, combinations and security answers in seven
+languages) plus a looser English reading of a labelled value. This module
+collects those values (`turn_secrets`), matches an entry against them
+(`secret_in`, `notes_credential`), and holds the one check every offer of
+trusted code passes too (`withheld`): the unsaved-statement question, an
+import and Tidy up offer nothing the model may not store.
 """
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from ..threats import SECRET, scan_entry
 from ..threats.credentials import secret_values
+from ..threats.spellings import MIN_CANONICAL
 from .features import message_text
 
 if TYPE_CHECKING:
@@ -37,53 +47,89 @@ def _loose_secrets(text: str) -> list[str]:
     return values
 
 
-# Fragments of a secret shorter than this are not looked for (a 4-character
-# PIN is matched whole); longer secrets are matched by any run of half their length.
-MIN_FRAGMENT = 4
+# A value shorter than this (letters and digits, `spellings.canonical`) is not collected: it would refuse
+# ordinary entries.
+MIN_FRAGMENT = MIN_CANONICAL
+# Roles whose messages are sources of secrets: the person's, and every tool result.
+SOURCE_ROLES = frozenset({"user", "tool", "function"})
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def source_text(message: Mapping) -> str:
+    """A message's text as a source of secrets: a tool result in JSON is read as its strings (unescaped)."""
+    text = message_text(message.get("content"))
+    if str(message.get("role") or "") != "user" and text[:1] in ("{", "["):
+        try:
+            return "\n".join(_strings(json.loads(text)))
+        except ValueError:
+            pass
+    return text
+
+
+def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
+    """Every value a message the person wrote or a tool result presented as a secret, oldest first."""
+    secrets: dict[str, None] = {}  # ordered, without repeats
+    for message in messages:
+        if str(message.get("role") or "") in SOURCE_ROLES:
+            text = source_text(message)
+            for value in (*secret_values(text), *_loose_secrets(text)):
+                if sum(c.isalnum() for c in value) >= MIN_FRAGMENT:
+                    secrets.setdefault(value)
+    return tuple(secrets)
+
+
+def secret_in(entry: str, sources: TurnSources) -> bool:
+    """True when the entry holds a value the turn presented as a secret, whole or in part, however spelled.
+
+    The values' spellings are computed once a turn (`TurnSources.spellings`);
+    a part is a run of half a value's letters and digits inside one word.
+    """
+    return bool(entry) and bool(sources.secrets) and sources.spellings.found_in(entry)
+
+
+def withheld(entry: str, sources: TurnSources | None = None) -> bool:
+    """True when memory may not keep `entry`, whoever offers it: it holds a secret of its own (the scan's
+    credential family: a credential, a sensitive identifier, a PIN, code, combination or security answer)
+    or, with `sources`, a value the turn gave as a secret, however spelled.
+
+    The model's writes meet both in staging (the scan in `rules`, `secret_in` in `verdicts.refusal`);
+    trusted code's own offers call this: the unsaved-statement question, an import, Tidy up.
+    """
+    if not entry:
+        return False
+    finding = scan_entry(entry)
+    if finding is not None and finding.category == SECRET:
+        return True
+    return sources is not None and secret_in(entry, sources)
 
 
 def _words(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
-    """Every value a message the person wrote or a tool result presented as a secret, oldest first."""
-    secrets: list[str] = []
-    for message in messages:
-        role = str(message.get("role") or "")
-        if role in ("user", "tool", "function"):
-            text = message_text(message.get("content"))
-            for value in (*secret_values(text), *_loose_secrets(text)):
-                if len(value) >= MIN_FRAGMENT and value not in secrets:
-                    secrets.append(value)
-    return tuple(secrets)
-
-
-def secret_in(entry: str, sources: TurnSources) -> bool:
-    """True when the entry holds a value the turn presented as a secret, whole or in part.
-
-    Whole values match in any case; a part is any run of at least half the
-    value (and MIN_FRAGMENT characters), matched exactly.
-    """
-    if not entry or not sources.secrets:
-        return False
-    lowered = entry.lower()
-    for value in sources.secrets:
-        if value.lower() in lowered:
-            return True
-        size = max(MIN_FRAGMENT, (len(value) + 1) // 2)
-        if len(value) > size and any(value[i:i + size] in entry for i in range(len(value) - size + 1)):
-            return True
-    return False
-
-
-# Words that name a credential, and the places that keep credentials (a note of where they are kept may stay).
+# Words that name a credential, and the places that keep credentials (a note of where they are kept may stay),
+# in the seven languages the gate reads.
 _CREDENTIAL = _words(
     r"\b(?:passwords?|passphrases?|passcodes?|tokens?|api[ -]?keys?|access[ -]?keys?|secret[ -]?keys?"
-    r"|private[ -]?keys?|ssh[ -]?keys?|credentials?|secrets?|logins?)\b"
+    r"|private[ -]?keys?|ssh[ -]?keys?|credentials?|secrets?|logins?|pins?|pin codes?|combinations?"
+    r"|security answers?|passw[oö]rter|passwort|kennw[oö]rter|kennwort|geheimzahl|zugangsdaten|pin-?code"
+    r"|mots? de passe|identifiants|contrase[ñn]as?|claves?|credenciales|senhas?|credenciais|wachtwoord(?:en)?"
+    r"|inloggegevens|pincode|codice pin|credenziali)\b"
 )
 _KEPT_IN = _words(
-    r"\b(?:password[ -]?managers?|vaults?|keychains?|1password|bitwarden|lastpass|keepass\w*|secrets?[ -]?managers?)\b"
+    r"\b(?:password[ -]?managers?|vaults?|keychains?|1password|bitwarden|lastpass|keepass\w*|secrets?[ -]?managers?"
+    r"|passwort-?manager|gestionnaire de mots de passe|gestor de contrase[ñn]as|gestore (?:di|delle) password"
+    r"|gestor de senhas|wachtwoordmanager)\b"
 )
 
 
@@ -95,4 +141,3 @@ def notes_credential(entry: str, sources: TurnSources) -> bool:
     and what it opens. "Uses a password manager for the staging admin" stays.
     """
     return bool(sources.secrets) and bool(_CREDENTIAL.search(entry)) and not _KEPT_IN.search(entry)
-

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
+from ..threats.spellings import Spellings
 from .codes import UNKNOWN
 from .features import carries_attack, message_text, pasted_blocks
 from .reading import intent, passing_only, states_fact
@@ -24,6 +26,11 @@ class TurnSources:
     # The person's latest message reads as an attack on the assistant (the threat scan's instruction,
     # role, remote-control, exfiltration, persistence or hidden-content families), wherever it came from.
     attack: bool = False
+
+    @cached_property
+    def spellings(self) -> Spellings:
+        """Every spelling of `secrets` (`threats.spellings`), computed once a turn, when an entry is first judged."""
+        return Spellings.of(self.secrets)
 
     @classmethod
     def unknown(cls) -> TurnSources:

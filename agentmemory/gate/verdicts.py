@@ -23,7 +23,7 @@ from .codes import (
 from .entries import entry_reason, states_nothing
 from .features import from_message
 from .reading import intent, passing, statements
-from .secrets import notes_credential, secret_in
+from .secrets import notes_credential, secret_in, withheld
 from .sources import TurnSources
 from .words import en
 
@@ -119,7 +119,8 @@ def unsaved_statements(sources: TurnSources) -> list[str]:
         if not en.FIRST_PERSON.search(clause):
             continue
         entry = third_person(clause)
-        if entry is None or entry in offered or scan_entry(entry) is not None or entry_reason(entry, sources):
+        if (entry is None or entry in offered or scan_entry(entry) is not None or withheld(entry, sources)
+                or entry_reason(entry, sources)):
             continue
         offered.append(entry)
         if len(offered) == MAX_UNSAVED:

@@ -25,9 +25,9 @@ MIN_CANONICAL = 4
 MIN_REVERSED = 6
 # An encoded form shorter than this is not looked for (a base64 run of a few characters is any word).
 MIN_ENCODED = 6
-# Parts of a value: runs of two thirds of its canonical length, and at least this many characters (a third
-# of "swordfish99" is in "password field").
-MIN_FRAGMENT = 6
+# Parts of a value: runs of half its canonical length, and at least this many characters, found inside one
+# word of the entry (across two, half of "swordfish99" is in "password field").
+MIN_FRAGMENT = 5
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
@@ -73,6 +73,12 @@ def entry_views(entry: str) -> tuple[str, ...]:
     if spelled is not None:
         views.append(canonical(spelled))
     return tuple(view for view in views if view)
+
+
+def _words_view(entry: str) -> str:
+    """The entry's words, each canonical, apart (a part of a value is looked for inside one word)."""
+    texts = (entry, unquote_plus(entry)) if "%" in entry else (entry,)
+    return "\n".join(canonical(word) for text in texts for word in text.split())
 
 
 # A run of digits, in groups ("48 21", "12-34-56", "4.8.2.1"); the groups of a phone number are one run too.
@@ -139,7 +145,7 @@ class Spellings:
                 for form in (canonical(raw.hex()), *_base64_forms(raw)):
                     if len(form) >= MIN_ENCODED:
                         forms.setdefault(form)
-            size = max(MIN_FRAGMENT, -(-2 * len(plain) // 3))
+            size = max(MIN_FRAGMENT, -(-len(plain) // 2))
             for start in range(len(plain) - size + 1) if len(plain) > size and not plain.isdigit() else ():
                 fragments.setdefault(plain[start:start + size])
         return cls(tuple(forms), tuple(fragment for fragment in fragments if fragment not in forms),
@@ -154,6 +160,10 @@ class Spellings:
             return False
         if self.forms:
             for view in entry_views(entry):
-                if any(form in view for form in self.forms) or any(part in view for part in self.fragments):
+                if any(form in view for form in self.forms):
+                    return True
+            if self.fragments:
+                words = _words_view(entry)
+                if any(part in words for part in self.fragments):
                     return True
         return bool(self.numbers) and not self.numbers.isdisjoint(entry_numbers(entry))
