@@ -137,7 +137,7 @@ def _resolve(text: str, day: date) -> date | None:
     if found is not None:
         count = _count(found.group(1) or "1")
         unit = found.group(2)
-        if count is None or count > 3660:
+        if count is None:
             return None
         if unit.startswith("month"):
             return _add_months(day, count)
@@ -154,9 +154,27 @@ def _resolve(text: str, day: date) -> date | None:
     return _calendar_day(text, day)
 
 
+# The most a span counts ("for 3660 days"): anything longer is past MAX_EXPIRY_YEARS whatever its unit.
+MAX_COUNT = 3660
+
+
+def _number(word: str, *, digits: int) -> int | None:
+    """`word` as a number when it is 1 to `digits` decimal digits of one script, else None.
+
+    Any script's decimal digits read as int() reads them ("٣", "３"); other
+    digit characters ("²", "①") and longer runs are no number here, so the
+    phrase stays as sent and the rules refuse it with a reason (int() raises
+    on the former, and past 4,300 digits, and a year must not be huge).
+    """
+    if not (0 < len(word) <= digits and word.isdecimal()):
+        return None
+    return int(word)
+
+
 def _count(word: str) -> int | None:
-    if word.isdigit():
-        return int(word)
+    if word.isdecimal():
+        count = _number(word, digits=len(str(MAX_COUNT)))
+        return count if count is not None and count <= MAX_COUNT else None
     return _NUMBERS.get(word)
 
 
@@ -180,10 +198,10 @@ def _calendar_day(text: str, day: date) -> date | None:
     number = month = year = None
     for word in words:
         bare = re.sub(r"(st|nd|rd|th)$", "", word)
-        if bare.isdigit() and len(bare) == 4:
-            year = int(bare)
-        elif bare.isdigit() and number is None:
-            number = int(bare)
+        if len(bare) == 4 and (found := _number(bare, digits=4)) is not None:
+            year = found
+        elif number is None and (found := _number(bare, digits=2)) is not None:
+            number = found
         elif (found := _month(word)) is not None and month is None:
             month = found
         else:
@@ -191,7 +209,7 @@ def _calendar_day(text: str, day: date) -> date | None:
     if number is None or month is None:
         return None
     try:
-        named = date(year or day.year, month, number)
+        named = date(day.year if year is None else year, month, number)
         if year is None and named < day:
             named = date(day.year + 1, month, number)
     except ValueError:
@@ -261,6 +279,91 @@ def without_unasked_expiry(raw: object, message: str) -> tuple[object, int]:
             dropped += 1
         operations.append(item)
     return {**raw, "operations": operations}, dropped
+
+
+# --- the person's own words: "remember this until Friday" -------------------------------------------------
+# A time the person gave for what is saved: "until Friday", "for two weeks", "bis Freitag", "für zwei Wochen".
+# German words are read as the English phrase `resolve` knows (one reader of time phrases, not two).
+_GERMAN = {
+    "montag": "monday", "dienstag": "tuesday", "mittwoch": "wednesday", "donnerstag": "thursday",
+    "freitag": "friday", "samstag": "saturday", "sonnabend": "saturday", "sonntag": "sunday",
+    "heute": "today", "morgen": "tomorrow", "übermorgen": None, "nächsten": "next", "nächste": "next",
+    "kommenden": "next", "kommende": "next", "diesen": "this", "diese": "this", "dieses": "this",
+    "ein": "a", "eine": "a", "einen": "a", "einem": "a", "zwei": "two", "drei": "three", "vier": "four",
+    "fünf": "five", "sechs": "six", "sieben": "seven", "acht": "eight", "neun": "nine", "zehn": "ten",
+    "tag": "day", "tage": "days", "tagen": "days", "woche": "week", "wochen": "weeks", "monat": "month",
+    "monate": "months", "monaten": "months", "jahr": "year", "jahre": "years", "jahren": "years",
+    "januar": "january", "jänner": "january", "februar": "february", "märz": "march", "mai": "may",
+    "juni": "june", "juli": "july", "oktober": "october", "dezember": "december", "wochenende": "this weekend",
+}
+_GERMAN_WHOLE = {"ende der woche": "end of the week", "ende dieser woche": "end of the week",
+                 "zum wochenende": "the weekend", "ende des monats": "end of the month", "monatsende": "end of the month"}
+_UNTIL_WORDS = re.compile(r"\b(?:until|till|through|thru|bis(?:\s+(?:zum|zur|einschließlich))?)\s+(.{1,40})",
+                          re.IGNORECASE)
+_SPAN_WORDS = re.compile(r"\b(?:for|für)\s+((?:the\s+next\s+|die\s+nächsten\s+)?\w+(?:\s+\w+)?)", re.IGNORECASE)
+# "for two weeks" counts only said of what to keep ("remember this for two weeks"), not of the past
+# ("I have been learning Rust for two weeks").
+_SPAN = re.compile(r"^(?:the\s+next\s+)?(?:a|an|\d{1,4}|" + "|".join(_NUMBERS) + r")\s+(?:days?|weeks?|months?|years?"
+                   r"|fortnight)$")
+_KEEP_CUE = re.compile(r"\b(?:remember|keep|note|save|store|merk\w*|speicher\w*|behalte?\w*|notier\w*)\b",
+                       re.IGNORECASE)
+_PAST_CUE = re.compile(r"\b(?:been|since|ago|seit|schon)\b", re.IGNORECASE)
+
+
+def asked_expiry(message: str, today: str) -> str | None:
+    """The one last day (ISO) the person's message gives for what is saved; None when it gives none or several."""
+    message = message or ""
+    found = set()
+    for match in _UNTIL_WORDS.finditer(message):
+        found.add(_first_day(match.group(1), today))
+    if _KEEP_CUE.search(message) and not _PAST_CUE.search(message):
+        for match in _SPAN_WORDS.finditer(message):
+            found.add(_first_day(match.group(1), today))
+    found.discard(None)
+    return found.pop() if len(found) == 1 else None
+
+
+def _first_day(words: str, today: str) -> str | None:
+    """The date the longest phrase at the start of `words` means ("Friday: I'm in Lisbon" -> Friday)."""
+    tokens = re.split(r"\s+", re.split(r"[:;!?()\"“”]|,\s|(?<!\d)\.\s|\.$", words.strip(), maxsplit=1)[0].strip())
+    for size in range(min(len(tokens), 5), 0, -1):
+        phrase = " ".join(tokens[:size]).casefold().rstrip(".")
+        english = _GERMAN_WHOLE.get(phrase) or " ".join(
+            str(_GERMAN.get(word, word)) if _GERMAN.get(word, word) is not None else "\0"
+            for word in (part.rstrip(".") if part[:-1].isdecimal() else part for part in phrase.split()))
+        if "\0" in english:
+            continue
+        english = re.sub(r"^die next\s+", "the next ", english)
+        resolved = resolve(f"for {english}" if _SPAN.match(english) else english, today)
+        if resolved is not None and _ISO.match(resolved):
+            return resolved
+    return None
+
+
+def with_asked_expiry(raw: object, message: str, today: str) -> tuple[object, str]:
+    """Give the batch's one add the expiry the person's message asks for, when the model set none.
+
+    "Remember until Friday: I'm in Lisbon" and an add without `expires`:
+    trusted code reads the person's words and sets the entry's last day
+    (`asked_expiry`); with several adds, or none, it cannot tell which fact
+    the time is for and leaves the batch alone. Returns (raw, the date set
+    or "").
+    """
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("operations"), list):
+        return raw, ""
+    adds = [index for index, item in enumerate(raw["operations"])
+            if isinstance(item, Mapping) and item.get("action") == "add"]
+    if len(adds) != 1:
+        return raw, ""
+    item = raw["operations"][adds[0]]
+    if isinstance(item.get("expires"), str) and item["expires"].strip():
+        return raw, ""
+    day = asked_expiry(message, today)
+    if day is None:
+        return raw, ""
+    operations = list(raw["operations"])
+    operations[adds[0]] = {**item, "expires": day}
+    return {**raw, "operations": operations}, day
 
 
 def expired_operations(snapshot: Snapshot, today: str) -> list[Operation]:

@@ -52,6 +52,8 @@ DATABASE_DOWN_AT_SIGN_IN = gettext_noop("The database did not answer while your 
                                         "nothing was done. Try again in a minute.")
 DATABASE_DOWN = gettext_noop("The database did not answer, so this request could not be completed. Try again in a "
                              "minute; your memory page shows what is stored.")
+SERVER_ERROR = gettext_noop("Something went wrong on our side, so this request could not be completed; nothing was "
+                            "changed. Try again later, and tell us if it keeps happening.")
 
 
 def database_unavailable(exc: BaseException) -> bool:
@@ -71,7 +73,8 @@ def database_unavailable(exc: BaseException) -> bool:
 
 def api_exception_handler(exc, context):
     """DRF's handler, plus: parse errors carry a `code`; a RecursionError is a 400, never a 500;
-    a database that does not answer is a JSON 503 `database_unavailable`, never an HTML 500."""
+    a database that does not answer is a JSON 503 `database_unavailable`, never an HTML 500;
+    and any other unhandled error is a JSON 500 `server_error` (`unexpected_error`)."""
     # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES, which names this module.
     from rest_framework.response import Response
     from rest_framework.views import exception_handler
@@ -95,12 +98,33 @@ def api_exception_handler(exc, context):
         return Response({"code": BodyTooLarge.default_code, "detail": too_large_message()},
                         status=status.HTTP_400_BAD_REQUEST)
     response = exception_handler(exc, context)
-    if response is not None and isinstance(exc, ParseError) and isinstance(response.data, dict):
+    if response is None:
+        return unexpected_error(exc, context)
+    if isinstance(exc, ParseError) and isinstance(response.data, dict):
         detail = response.data.get("detail")
         if set(response.data) == {"detail"} and isinstance(detail, ErrorDetail):
             response.data = {"code": "invalid_json" if detail.code == "parse_error" else detail.code,
                              "detail": str(detail)}
     return response
+
+
+def unexpected_error(exc, context):
+    """A bug of ours, not the client's: a JSON 500 with `code` and `detail`, never Django's HTML page.
+
+    The request's transaction (if any) is rolled back, so nothing half-written
+    stays. The log names the view and carries the traceback through the
+    redaction filter (agentmemory.telemetry): frames and the exception's type,
+    never its message, which may quote what the request held.
+    """
+    from rest_framework.response import Response
+    from rest_framework.views import set_rollback
+
+    set_rollback()
+    view = context.get("view")
+    logger.error("API unhandled error in %s", type(view).__name__ if view is not None else "an API view",
+                 exc_info=exc)
+    return Response({"code": "server_error", "detail": gettext(SERVER_ERROR)},
+                    status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
 
 class BodyLimit:

@@ -101,5 +101,6 @@ def test_any_other_internal_error_stays_a_server_error(user, monkeypatch):
             raise error
 
     monkeypatch.setattr(TokenAuthentication, "authenticate_credentials", lookup_fails)
-    with pytest.raises(InternalError):  # the test client re-raises what would be a 500
-        client.post("/api/chat/turns/", {"content": "hello", "conversation_id": None}, format="json")
+    response = client.post("/api/chat/turns/", {"content": "hello", "conversation_id": None}, format="json")
+    # A bug of ours, not an outage: a 500 (in the API's JSON shape, issue 53), not a 503 to retry.
+    assert response.status_code == 500 and response.json()["code"] == "server_error"

@@ -62,6 +62,39 @@ def test_phrases_resolve_against_the_given_day(phrase, expected):
     assert expiry.resolve(phrase, FRIDAY.isoformat()) == expected
 
 
+@pytest.mark.parametrize(("phrase", "expected"), [
+    # Any script's decimal digits are digits (Arabic-Indic, fullwidth, Devanagari) ...
+    ("for ٣ days", "2026-12-07"),
+    ("for ３ days", "2026-12-07"),
+    ("for ३ weeks", "2026-12-25"),
+    ("١١ dec ٢٠٢٧", "2027-12-11"),
+    # ... other digit characters, runs longer than a count or a year, and a count past the bound are not:
+    # the phrase stays as sent, for the rules to refuse with a reason.
+    ("for ² days", "for ² days"),
+    ("for ① weeks", "for ① weeks"),
+    ("²⁰²⁷ dec 11", "²⁰²⁷ dec 11"),
+    ("for " + "9" * 5000 + " days", "for " + "9" * 5000 + " days"),
+    ("11 dec " + "2" * 5000, "11 dec " + "2" * 5000),
+    ("for 3661 days", "for 3661 days"),
+    ("for 3660 days", "2036-12-11"),
+    ("11 dec 0000", "11 dec 0000"),
+])
+def test_odd_digits_resolve_or_stay_as_sent(phrase, expected):
+    assert expiry.resolve(phrase, FRIDAY.isoformat()) == expected
+
+
+@pytest.mark.parametrize("phrase", ["for ² days", "for ① weeks", "for " + "9" * 5000 + " days", "²⁰²⁷ dec 11",
+                                    "٢٠٢٧-١٢-١١", "for ⅷ days"])
+def test_the_api_refuses_an_unreadable_expiry_with_its_error_shape(user, phrase):
+    api = APIClient()
+    api.force_authenticate(user)
+    answer = api.post("/api/memory/operations/", {"operations": [
+        {"target": "memory", "action": "add", "content": TRIP, "expires": phrase}]}, format="json")
+    assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
+    assert answer.json()["code"] == "invalid_expiry" and answer.json()["detail"]
+    assert not MemoryEvent.objects.filter(user=user, outcome=Outcome.COMMITTED).exists()
+
+
 def test_the_day_is_the_persons_time_zone():
     # 23:30 UTC on Friday is already Saturday in Tokyo and still Friday in Los Angeles.
     moment = datetime(2026, 12, 4, 23, 30, tzinfo=UTC)

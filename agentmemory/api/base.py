@@ -84,11 +84,13 @@ class MemoryAPIView(APIView):
                           _("The database did not answer; nothing was changed. Try again in a minute."),
                           status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
         response = super().handle_exception(exc)
-        # One error shape for every failure of these routes (403, 415, 429...).
+        # One error shape for every failure of these routes (403, 415, 429, the project's 500...).
         if isinstance(response.data, dict) and set(response.data) == {"detail"}:
             detail = response.data["detail"]
             code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
             response.data = {"code": str(code), "position": None, "detail": str(detail)}
+        elif isinstance(response.data, dict) and set(response.data) == {"code", "detail"}:
+            response.data = {"code": response.data["code"], "position": None, "detail": response.data["detail"]}
         return response
 
 
