@@ -30,6 +30,8 @@ import's content is ever logged: only its format, counts and codes.
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,21 +41,27 @@ from .rules import (
     TARGETS,
     MemoryValidationError,
     Operation,
-    apply_batch,
+    check_batch_size,
     document_length,
     normalize_entry,
     normalize_expiry,
 )
+from .threats import is_blocked, pair_category, secret_values
 
 logger = logging.getLogger(__name__)
 
 SKIP = proposals.SKIP
 ROUTES = (*TARGETS, SKIP)
 ALREADY_STORED, REPEATED, NOTHING_NEW = "already_stored", "repeated", "import_nothing_new"
+SECRET = "threat_secret"
+# The page's review of an import, in the person's session (`agentmemory.views`); an erase drops it (page and API).
+REVIEW_SESSION_KEY = "agentmemory.import_review"
+# More pairs of items than this read as one instruction, and the import is refused whole: a file someone
+# exported holds none, and reading on would only spend the worker's time for whoever crafted it.
+MAX_SPLIT_PAIRS = 3
+SPLIT_REFUSED = "import_split_phrases"
 # A refused item whose text is not shown back to the person (it would repeat a secret on the page).
-_NOT_SHOWN = ("threat_secret",)
-# The rules' capacity is checked apart: an import that does not fit is still proposed, and says so.
-_UNBOUNDED: dict[str, int] = {target: 10**9 for target in TARGETS}
+_NOT_SHOWN = (SECRET,)
 
 
 @dataclass(frozen=True)
@@ -98,52 +106,61 @@ def propose(*, user_id, data: bytes | str, routes: Mapping[int, str] | None = No
         if not isinstance(number, int) or not 1 <= number <= len(found.items) or target not in ROUTES:
             raise MemoryValidationError("Each route names an item of the import and 'user', 'memory' or 'skip'.",
                                         code="invalid_route")
+    # The erase fence a turn uses: an erase after this read refuses the proposal (`erased`), so no import
+    # read before an erase is stored after it.
+    erasures = store.erase_count(user_id=user_id)
     today = expiry.today_for(user_id)
     snapshot = store.load_snapshot(user_id=user_id)
     stored = {entry for target in TARGETS for entry in snapshot.entries(target)}
+    presented = _presented_secrets(found.passages)
     refused: list[RefusedItem] = []
     kept: list[Operation] = []
     seen: set[str] = set()
+    earlier: dict[str, tuple[str, str]] = {}  # our own export's entries imported before: from where, when
+    # The entry each document ends with so far: an item is read with it (an instruction split across two
+    # items), once, as it is kept. A stored entry the scan now blocks is not read with its neighbour.
+    last: dict[str, str | None] = {target: _readable_last(snapshot.entries(target)) for target in TARGETS}
+    split = 0
     for number, item in enumerate(found.items, start=1):
         target = routes.get(number, item.target)
         if target == SKIP:
             continue
         try:
-            content = normalize_entry(item.content)
+            content = normalize_entry(item.content)  # the threat scan: once an item
             expires = normalize_expiry(item.expires, today=today) if item.expires else None
         except MemoryValidationError as exc:
-            refused.append(_refused(item.content, exc.code))
+            refused.append(_refused(item.content, exc.code, presented))
             continue
-        if content in stored:
-            refused.append(_refused(content, ALREADY_STORED))
+        if presented is not None and presented.search(content):
+            refused.append(_refused(content, SECRET, presented))
+        elif content in stored:
+            refused.append(_refused(content, ALREADY_STORED, presented))
         elif content in seen:
-            refused.append(_refused(content, REPEATED))
+            refused.append(_refused(content, REPEATED, presented))
+        elif (before := last[target]) is not None and (category := pair_category(before, content)) is not None:
+            refused.append(_refused(content, f"threat_{category}", presented))
+            split += 1
+            if split > MAX_SPLIT_PAIRS:
+                logger.info("memory import refused: split instructions", extra={
+                    "user_id": user_id, "import_format": found.format, "split_count": split})
+                raise passport.ImportRefused("The import holds more than a few instructions split across items.",
+                                             code=SPLIT_REFUSED)
         else:
             seen.add(content)
+            last[target] = content
             kept.append(Operation(target=target, action="add", content=content, expires=expires))  # type: ignore[arg-type]  # a checked route
-    refused += [_refused(item.content, REPEATED) for item in found.repeated]
-    # The items together: the batch scan (an instruction split across two items) drops the item it names.
-    applied = None
-    while kept:
-        try:
-            applied = apply_batch(snapshot, kept, _UNBOUNDED, max_operations=proposals.MAX_IMPORT_OPERATIONS,
-                                  today=today)
-            break
-        except MemoryValidationError as exc:
-            if exc.position is None or not 1 <= exc.position <= len(kept):
-                raise
-            dropped = kept.pop(exc.position - 1)
-            refused.append(_refused(dropped.content or "", exc.code))
-    if not kept or applied is None:
+            if item.imported:
+                earlier[content] = (item.imported, item.at)
+    refused += [_refused(item.content, REPEATED, presented) for item in found.repeated]
+    if not kept:
         logger.info("memory import proposed nothing", extra={
             "user_id": user_id, "import_format": found.format, "refused_count": len(refused)})
         return ImportResult(found.format, None, (), tuple(refused), ())
-    limits = memory_settings().limits
-    over = tuple(target for target in TARGETS
-                 if document_length(applied.snapshot.entries(target)) > limits[target]
-                 and any(op.target == target for op in kept))
+    check_batch_size(len(kept), proposals.MAX_IMPORT_OPERATIONS)
+    over = _over_capacity(snapshot, kept)
     proposal_id = proposals.create(user_id=user_id, operations=kept, reasons=[proposals.IMPORT] * len(kept),
-                                   imported=found.format)
+                                   imported=found.format, erasures=erasures,
+                                   first_imported=[earlier.get(op.content or "") for op in kept])
     logger.info("memory import proposed", extra={
         "user_id": user_id, "import_format": found.format, "operation_count": len(kept),
         "refused_count": len(refused), "over_capacity": list(over)})
@@ -153,23 +170,49 @@ def propose(*, user_id, data: bytes | str, routes: Mapping[int, str] | None = No
 
 
 def over_capacity(*, user_id, proposal: proposals.Proposal, routes: Mapping[int, str] | None = None) -> tuple[str, ...]:
-    """The documents an import's proposal would not fit in now, with `routes` applied (for the review screen)."""
+    """The documents an import's proposal would not fit in now, with `routes` applied (for the review screen).
+
+    Lengths only: the items were scanned when the import was read, and the
+    save applies the rules again; a view of the review reads no item twice.
+    """
     routes = routes or {}
     snapshot = store.load_snapshot(user_id=user_id)
-    operations = [Operation(target=routes.get(op.position, op.target), action="add", content=op.content)  # type: ignore[arg-type]
-                  for op in proposal.operations if routes.get(op.position) != SKIP and op.action == "add"]
-    try:
-        applied = apply_batch(snapshot, operations, _UNBOUNDED, max_operations=proposals.MAX_IMPORT_OPERATIONS)
-    except MemoryValidationError:
-        return ()  # the save will say what no longer applies
+    operations = [Operation(target=target, action="add", content=op.content)
+                  for op in proposal.operations
+                  if op.action == "add" and (target := routes.get(op.position, op.target)) in TARGETS]
+    return _over_capacity(snapshot, operations)
+
+
+def _over_capacity(snapshot, operations) -> tuple[str, ...]:
     limits = memory_settings().limits
-    return tuple(target for target in TARGETS if document_length(applied.snapshot.entries(target)) > limits[target]
-                 and any(op.target == target for op in operations))
+    over = []
+    for target in TARGETS:
+        entries = list(snapshot.entries(target))
+        present = set(entries)
+        added = [op.content for op in operations if op.target == target and op.content not in present]
+        if added and document_length([*entries, *dict.fromkeys(added)]) > limits[target]:
+            over.append(target)
+    return tuple(over)
+
+
+def _readable_last(entries: tuple[str, ...]) -> str | None:
+    return entries[-1] if entries and is_blocked(entries[-1]) is None else None
+
+
+def _presented_secrets(passages: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The values the import's texts present as secrets, as one pattern (None: none), longest first."""
+    values = {value for passage in passages for value in secret_values(passage)}
+    if not values:
+        return None
+    return re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
 
 
 def is_import(proposal: proposals.Proposal) -> bool:
     return bool(proposal.operations) and all(op.imported and op.action == "add" for op in proposal.operations)
 
 
-def _refused(content: str, code: str) -> RefusedItem:
-    return RefusedItem("" if code in _NOT_SHOWN else content, code)
+def _refused(content: str, code: str, presented: re.Pattern[str] | None = None) -> RefusedItem:
+    """A refused item; its text is not sent back when any secret rule fires on it, whatever the reason given."""
+    secret = (code in _NOT_SHOWN or secret_values(content)
+              or (presented is not None and presented.search(unicodedata.normalize("NFC", content))))
+    return RefusedItem("" if secret else content, code)

@@ -83,6 +83,9 @@ class Imported:
     items: tuple[Item, ...]
     # Items the import repeats (same document, same text): read once, listed here so the person sees why.
     repeated: tuple[Item, ...] = ()
+    # The texts the items were cut from, headings and labels kept (the whole text, bullets off; each Letta
+    # block): a secret labelled on the line before, or in a heading, is found there (`importing`).
+    passages: tuple[str, ...] = ()
 
 
 def read(data: bytes | str) -> Imported:
@@ -115,7 +118,8 @@ def read(data: bytes | str) -> Imported:
     if long:
         raise ImportRefused(f"Item {long[0]} is longer than {MAX_ITEM_CHARS} characters.", code="import_item_too_long")
     unique, repeated = _unique(items)
-    return Imported(format=found.format, items=unique, repeated=repeated)
+    passages = found.passages if looks_json else ("\n".join(_BULLET.sub("", line) for line in text.split("\n")),)
+    return Imported(format=found.format, items=unique, repeated=repeated, passages=passages)
 
 
 def route(content: str) -> str:
@@ -160,12 +164,15 @@ def _read_json(text: str) -> Imported | None:
         return None
     if isinstance(data, Mapping) and data.get("format") == EXPORT_FORMAT:
         return Imported(OURS_JSON, tuple(_ours(data)))
-    if isinstance(data, Mapping) and ("memory" in data and isinstance(data["memory"], Mapping)
-                                      and "blocks" in data["memory"] or "blocks" in data):
-        blocks = data["memory"]["blocks"] if "memory" in data else data["blocks"]
-        return Imported(LETTA, tuple(_letta(blocks)))
+    if isinstance(data, Mapping):
+        # A Letta agent: its blocks under "memory", or at the top; a "memory" that is no object is not read.
+        memory = data.get("memory")
+        if isinstance(memory, Mapping) and "blocks" in memory:
+            return _letta_import(memory["blocks"])
+        if "blocks" in data:
+            return _letta_import(data["blocks"])
     if isinstance(data, list) and data and all(isinstance(item, Mapping) and "label" in item for item in data):
-        return Imported(LETTA, tuple(_letta(data)))
+        return _letta_import(data)
     results = data.get("results") if isinstance(data, Mapping) else data
     if isinstance(results, list) and all(isinstance(item, Mapping) and isinstance(item.get("memory"), str)
                                          for item in results) and results:
@@ -214,6 +221,13 @@ def _origin(imported: object, at: object) -> tuple[str, str]:
     except ValueError:
         return "", ""
     return imported, at
+
+
+def _letta_import(blocks: object) -> Imported:
+    items = tuple(_letta(blocks))  # refuses blocks that are no list
+    values = tuple(block["value"] for block in blocks  # type: ignore[attr-defined]  # a list, checked
+                   if isinstance(block, Mapping) and isinstance(block.get("value"), str))
+    return Imported(LETTA, items, passages=values)
 
 
 def _letta(blocks: object) -> list[Item]:

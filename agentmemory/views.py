@@ -42,6 +42,7 @@ from rest_framework.renderers import JSONRenderer
 
 from . import expiry, importing, passport, preferences, proposals, review, services, store, tidy, versions, words
 from .api import ChangeAPIView, MemoryWriteThrottle, TidyThrottle
+from .api.passport import ImportThrottle
 from .conf import memory_settings
 from .forms import (
     MAX_FIELD_CHARS,
@@ -381,10 +382,12 @@ def discard_proposal(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.discard_proposal(user_id=request.user.pk, proposal_id=pk)
     except proposals.ProposalGone:
+        _forget_import_review(request, pk)
         return _failed(request, words.PROPOSAL_GONE, status=404)
     except DatabaseError:
         logger.warning("proposal discard failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503, key=("proposal", pk))
+    _forget_import_review(request, pk)
     if wants_json(request):
         return JsonResponse({"ok": True, "message": str(PROPOSAL_DISCARDED)})
     messages.success(request, PROPOSAL_DISCARDED)
@@ -456,6 +459,7 @@ def erase(request: HttpRequest) -> HttpResponse:
     except DatabaseError:
         logger.warning("memory erase failed", extra={"user_id": request.user.pk})
         return _failed(request, NOT_SAVED, status=503)
+    _forget_import_review(request)
     at = timezone.localtime(receipt.at)
     messages.success(request, _("%(summary)s Receipt: erased on %(date)s at %(time)s; your History keeps it.") % {
         "summary": receipt_payload(receipt)["summary"], "date": date_format(at, _("j M Y")),
@@ -625,7 +629,7 @@ def _change_action(request, pk: int, action, name: str) -> HttpResponse:
 
 # The review screen's state between the import's post and its page (Post/Redirect/Get), in the person's
 # server-side session only: the refused items (a secret's text is never kept) and a failed save's sentence.
-IMPORT_KEY = "agentmemory.import_review"
+IMPORT_KEY = importing.REVIEW_SESSION_KEY
 _REVIEW_CHARS = 64_000  # the most characters of refused items the session keeps for the review
 
 
@@ -637,11 +641,17 @@ def import_memory(request: HttpRequest) -> HttpResponse:
         return _failed(request, first_error(form), status=400, key=("import",))
     if not _throttle_allows(request):
         return _failed(request, _throttled_message(), status=429, key=("import",))
+    if not ImportThrottle().allow_request(request, None):
+        return _failed(request, words.IMPORT_THROTTLED, status=429, key=("import",))
+    _forget_import_review(request)  # a new import's review replaces the last one's
     try:
         result = importing.propose(user_id=request.user.pk, data=form.data_bytes(passport.MAX_IMPORT_BYTES))
     except passport.ImportRefused as refusal:
         status = 413 if refusal.code == "import_too_large" else 400
         return _failed(request, words.import_refused(refusal.code), status=status, key=("import",))
+    except MemoryValidationError as exc:  # `erased`: an erase ran while the import was read
+        return _failed(request, words.import_save_message(exc.code), status=409 if exc.code == "erased" else 400,
+                       key=("import",))
     except (MemoryUnavailable, DatabaseError):
         logger.warning("memory import failed", extra={"user_id": request.user.pk})
         return _failed(request, UNAVAILABLE_NOW, status=503, key=("import",))
@@ -660,9 +670,12 @@ def import_memory(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "HEAD"])
 def import_review(request: HttpRequest, pk: int) -> HttpResponse:
     """An import's proposal, item by item, with the document each goes to; the refused items right after it."""
+    if not ImportThrottle().allow_request(request, None):
+        return render_page(request, page_error=str(words.IMPORT_THROTTLED), status=429)
     try:
         proposal = proposals.get(user_id=request.user.pk, proposal_id=pk)
     except proposals.ProposalGone:
+        _forget_import_review(request, pk)
         return _failed(request, words.PROPOSAL_GONE, status=404)
     except DatabaseError:
         return render_page(request, page_error=str(UNAVAILABLE), status=503)
@@ -720,6 +733,14 @@ def import_save(request: HttpRequest, pk: int) -> HttpResponse:
     request.session.pop(IMPORT_KEY, None)
     messages.success(request, str(words.IMPORT_SAVED))
     return redirect("agentmemory:page")
+
+
+def _forget_import_review(request: HttpRequest, pk: int | None = None) -> None:
+    """Drop the import's review state from the session (of import `pk` only, when given): after an erase, a
+    discard or a new import, no refused item's text outlives what it was shown for."""
+    review = request.session.get(IMPORT_KEY)
+    if review is not None and (pk is None or review.get("id") == pk):
+        request.session.pop(IMPORT_KEY, None)
 
 
 @login_required

@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import status
 from rest_framework.response import Response
 
-from .. import expiry, idempotency, preferences, services, store, words
+from .. import expiry, idempotency, importing, preferences, services, store, words
 from ..conf import memory_settings
 from ..models import Actor
 from ..notify import broadcast_memory_changed_sync
@@ -214,6 +214,8 @@ class MemoryView(MemoryAPIView):
         if include and not services.chats_erasable():
             return error_response("invalid_include", _("This deployment keeps no conversations here to erase."))
         receipt = services.erase_memory(user_id=request.user.pk, actor=Actor.USER, with_chats=bool(include))
+        if hasattr(request, "session"):  # the memory page's review of an import goes with what it reviewed
+            request.session.pop(importing.REVIEW_SESSION_KEY, None)
         return Response(EraseReceiptSerializer(receipt_payload(receipt)).data)
 
 

@@ -1,28 +1,50 @@
 """The memory passport: import what another assistant kept as ONE proposal; export the Markdown pair."""
 from __future__ import annotations
 
+import re
+
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 
 from .. import importing, passport, proposals, words
 from ..rules import MemoryValidationError
 from ..selectors import markdown_export, proposal_payload
 from ..serializers import MemoryErrorSerializer, ProposalSerializer
+from ..throttling import FailOpenThrottle
 from .base import (
     ACCOUNT_GONE_RESPONSE,
     NOT_SIGNED_IN_RESPONSE,
     THROTTLED_RESPONSE,
     UNAVAILABLE_RESPONSE,
     MemoryAPIView,
+    MemoryWriteThrottle,
     error_response,
 )
 
 # A JSON body holding an import of MAX_IMPORT_BYTES, every character escaped, is at most about six times as long.
 MAX_BODY_BYTES = 6 * passport.MAX_IMPORT_BYTES + 4096
+# A route's key: an item's number as ASCII digits ("²", "①" and other digits Python's isdigit takes are not).
+_ITEM_NUMBER = re.compile(r"[0-9]{1,6}")
+
+
+class ImportThrottle(FailOpenThrottle, UserRateThrottle):
+    """Imports, and views of an import's review, per person: each reads up to 200 items, so they are counted apart.
+
+    The rate is DEFAULT_THROTTLE_RATES["memory_imports"] when the project
+    sets one, else DEFAULT_RATE. The memory page's import and its review
+    screen count here too (`agentmemory.views`).
+    """
+
+    scope = "memory_imports"
+    DEFAULT_RATE = "10/min"
+
+    def get_rate(self):
+        return self.THROTTLE_RATES.get(self.scope) or self.DEFAULT_RATE
 
 
 class ImportRequestSerializer(serializers.Serializer):
@@ -58,6 +80,8 @@ def _failure(description: str) -> OpenApiResponse:
 class MemoryImportView(MemoryAPIView):
     """Import what another assistant kept, as one proposal to review."""
 
+    throttle_classes = [MemoryWriteThrottle, ImportThrottle]
+
     @extend_schema(
         operation_id="memory_import", tags=["memory"], summary="Import memory from another assistant",
         description="The format is detected; each item is checked with the rules of every write (the threat scan, "
@@ -73,7 +97,9 @@ class MemoryImportView(MemoryAPIView):
             200: OpenApiResponse(ImportResponseSerializer, description="Nothing could be added: proposal is null."),
             201: ImportResponseSerializer,
             400: _failure("import_encoding, import_invalid_json, import_unknown_format, import_empty, "
-                          "import_too_many, import_item_too_long, invalid_route, invalid_body. Nothing stored."),
+                          "import_too_many, import_item_too_long, import_split_phrases (more than a few pairs of "
+                          "items read as one instruction), invalid_route, invalid_body. Nothing stored."),
+            409: _failure("erased: your memory was erased while the import was read. Nothing stored."),
             403: NOT_SIGNED_IN_RESPONSE,
             410: ACCOUNT_GONE_RESPONSE,
             413: _failure("import_too_large: over 256 KB. Nothing stored."),
@@ -94,8 +120,8 @@ class MemoryImportView(MemoryAPIView):
             return error_response("invalid_body", 'Send a JSON object: {"text": "...", "routes": {"1": "memory"}}.')
         routes = {}
         for number, target in (body.validated_data.get("routes") or {}).items():
-            if not str(number).isdigit():
-                return error_response("invalid_route", "Each route is keyed by an item's number (1-based).")
+            if not _ITEM_NUMBER.fullmatch(str(number)):
+                return error_response("invalid_route", words.import_save_message("invalid_route_key"))
             routes[int(number)] = target
         try:
             result = importing.propose(user_id=request.user.pk, data=body.validated_data["text"], routes=routes)
@@ -103,7 +129,8 @@ class MemoryImportView(MemoryAPIView):
             code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE if refused.code == "import_too_large" else 400
             return error_response(refused.code, words.import_refused(refused.code), status_code=code)
         except MemoryValidationError as exc:
-            return error_response(exc.code, words.import_save_message(exc.code))
+            return error_response(exc.code, words.import_save_message(exc.code),
+                                  status_code=status.HTTP_409_CONFLICT if exc.code == "erased" else 400)
         proposal = (proposals.get(user_id=request.user.pk, proposal_id=result.proposal_id)
                     if result.proposal_id is not None else None)
         payload = {

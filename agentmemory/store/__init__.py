@@ -37,7 +37,7 @@ from .errors import (
 from .events import record_discarded
 from .locks import bounded_wait, lock_person
 from .outcome import CommitNotStored, CommitUnconfirmed, Confirmation, commit_confirmed, commit_watch, confirm
-from .reads import StoredMemory, load_for_turn, load_snapshot, load_state, preference_row
+from .reads import StoredMemory, erase_count, load_for_turn, load_snapshot, load_state, preference_row
 from .statements import PREPARED_STATEMENT_SQLSTATES
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "commit_watch",
     "confirm",
     "erase",
+    "erase_count",
     "forget_conversation",
     "is_lock_timeout",
     "is_retryable",

@@ -112,6 +112,18 @@ def preference_row(*, user_id) -> tuple | None:
     return MemoryPreference.objects.filter(user_id=user_id).values_list("use_memory", "save_mode").first()
 
 
+def erase_count(*, user_id) -> int:
+    """How many times the person erased their memory: read before a write that must not outlive an erase.
+
+    Pass it to the write (`erasures=`): under the person's lock it is
+    compared again, and a write read before an erase is refused (`erased`).
+    """
+    try:
+        return MemoryPreference.objects.filter(user_id=user_id).values_list("erasures", flat=True).first() or 0
+    except DatabaseError as exc:
+        raise MemoryUnavailable("Memory could not be read from the database.") from exc
+
+
 def load_snapshot(*, user_id, timeout: float | None = None) -> Snapshot:
     """Return the snapshot of one person's memory; raise MemoryUnavailable."""
     return load_state(user_id=user_id, timeout=timeout).snapshot

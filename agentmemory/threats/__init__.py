@@ -32,7 +32,7 @@ The modules:
   exfiltration), `credentials.py` (secrets, and `secret_values`), with
   `entropy.py` (unlabelled random keys, scored with detect-secrets).
 """
-from .batch import SplitFinding, scan_batch
+from .batch import SplitFinding, pair_category, scan_batch
 from .credentials import MIN_SECRET_VALUE, secret_values
 from .findings import (
     ADVICE,
@@ -71,6 +71,7 @@ __all__ = [
     "Threat",
     "ThreatFinding",
     "is_blocked",
+    "pair_category",
     "scan_batch",
     "scan_entry",
     "secret_values",

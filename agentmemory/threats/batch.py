@@ -59,12 +59,23 @@ def scan_batch(entries: Sequence[str], new: Collection[int] | None = None) -> Sp
             continue
         if is_blocked(before) is not None or is_blocked(after) is not None:
             continue
-        joined = unicodedata.normalize("NFKC", _tail(before) + "\n" + _head(after))
-        category = phrase_category(joined, entry_views(joined))
+        category = pair_category(before, after)
         if category is not None:
             later = new is None or index in new
             return SplitFinding(index if later else index - 1, ThreatFinding(category))
     return None
+
+
+def pair_category(before: str, after: str) -> str | None:
+    """The category `before` then `after` read as only together, or None; for two entries each passed alone.
+
+    `scan_batch` without its `is_blocked` check, for a caller that scanned
+    each entry itself (the import: every item once, every pair once).
+    """
+    if _two_sentences(before, after):
+        return None
+    joined = unicodedata.normalize("NFKC", _tail(before) + "\n" + _head(after))
+    return phrase_category(joined, entry_views(joined))
 
 
 def _two_sentences(before: str, after: str) -> bool:
