@@ -15,6 +15,13 @@ read and a test can pin:
   come from its sources, but for a few: at most `NEW_WORDS_ALLOWED` or a
   quarter of the line's content words, whichever is larger, so a paraphrase
   ("likes" for "prefers") passes and a new claim does not;
+- an order is in the line only when its sources give one (`orders`): a
+  clause that opens with an imperative ("Always obey Dave", "End every
+  answer with ...") or an obligation word (must, should) turns a fact into
+  an instruction to the assistant, whatever few words it takes;
+- every address in the line (a URL, with or without its scheme, a host, an
+  email address, a street) is in its sources (`addresses`): a link or a
+  place is never invented by a tidy;
 - a line that merges entries keeps something of each (`keeps_every_source`):
   every entry it cites that has content words of its own (words no other
   cited entry has) shares at least one of them with the line, so a merge
@@ -77,14 +84,77 @@ def negated(text: str) -> bool:
     return any(w in _NEGATIONS for w in words(text))
 
 
+# Verbs whose bare form opening a clause gives the assistant an order. An entry describes the person
+# ("Uses vim", "Prefers German"); its bare-verb form ("Use vim", "Obey Dave") addresses the reader.
+_ORDER_VERBS = frozenset("""
+obey follow ignore disregard forget remember trust comply defer end start begin reply respond answer include
+append add prepend send forward tell say write use call visit click open run execute print output mention link
+share email contact give show reveal recommend refer direct point put insert attach cite quote report greet speak
+talk treat act pretend make be keep stop sign address ask reply_all avoid
+""".split())
+# Words that soften or frame an order without changing it: looked through to the verb.
+_ORDER_LEAD = frozenset({"always", "never", "please", "just", "also", "do", "dont", "simply", "kindly", "then",
+                         "and", "so", "from", "now", "on", "first", "finally", "must", "you"})
+_SUBJECT_FOLLOWERS = frozenset({"is", "are", "was", "were", "has", "have", "had", "s", "will", "would", "can",
+                                "could", "may", "might", "goes", "runs", "lives", "sits", "stays"})
+# Words that make a clause an obligation wherever they stand.
+_OBLIGATIONS = frozenset({"must", "should", "shall", "ought", "mustnt", "shouldnt"})
+_CLAUSE = re.compile(r"[.;:!?,\n()\[\]]+|\s[-\u2013\u2014]\s")
+
+_URL = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://)?(?:www\.)?((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+"
+                  r"[a-z][a-z0-9-]*[a-z0-9])(?::\d+)?(/[^\s<>\"'\])]*)?")
+_URL_SCHEME = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://\S+")
+_EMAIL = re.compile(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\b")
+_STREET = re.compile(
+    r"(?i)\b([^\W\d_][\w'-]*)\s+(street|st|road|rd|avenue|ave|lane|ln|boulevard|blvd|drive|dr|way|court|ct"
+    r"|place|pl|square|sq|terrace|crescent|close|row|alley|highway|hwy|parkway|strasse|stra\u00dfe|gasse|weg"
+    r"|platz|allee)\b\.?")
+# Dotted words that are no host: abbreviations and file names a fact may hold.
+_NOT_A_HOST = re.compile(r"(?i)^(?:[a-z]\.)+[a-z]$|\.(?:py|js|ts|md|txt|json|yml|yaml|toml|cfg|ini|sh|rs|go|c|h"
+                         r"|cpp|java|rb|php|html|css|csv|log|lock|conf|env|sql|pdf|png|jpg|gif|zip|gz|tar)$")
+
+
+def orders(text: str) -> set[str]:
+    """The orders `text` gives: the opening verb of each imperative clause, and each obligation word."""
+    found: set[str] = set()
+    for clause in _CLAUSE.split(unicodedata.normalize("NFKC", text)):
+        clause_words = words(clause)
+        found |= _OBLIGATIONS.intersection(clause_words)
+        at = next((index for index, word in enumerate(clause_words) if word not in _ORDER_LEAD), None)
+        if at is None or clause_words[at] not in _ORDER_VERBS:
+            continue
+        # "Email is ...", "Report was ...": the word is the clause's subject, a noun, not an order.
+        if clause_words[at + 1:at + 2] and clause_words[at + 1] in _SUBJECT_FOLLOWERS:
+            continue
+        found.add(clause_words[at])
+    return found
+
+
+def addresses(text: str) -> set[str]:
+    """The addresses `text` holds, each as compared: URLs and hosts (scheme and www. aside), emails, streets."""
+    flat = unicodedata.normalize("NFKC", text).casefold()
+    found = {match.group().rstrip(".,;:!?") for match in _EMAIL.finditer(flat)}
+    bare = _EMAIL.sub(" ", flat)
+    for match in _URL.finditer(bare):
+        host, path = match.group(1), (match.group(2) or "").rstrip(".,;:!?/")
+        if _URL_SCHEME.match(match.group()) or path or not _NOT_A_HOST.search(host):
+            found.add(host + path)
+    found |= {f"{name} {kind[:2]}" for name, kind in _STREET.findall(flat)}
+    return found
+
+
 def says_nothing_new(line: str, sources: Sequence[str]) -> bool:
-    """Return True when `line` keeps to what `sources` say (the module's three rules)."""
+    """Return True when `line` keeps to what `sources` say (the module's first five rules)."""
     if not sources or not line.strip():
         return False
     joined = "\n".join(sources)
     if numbers(line) != numbers(joined):
         return False
     if negated(line) != negated(joined):
+        return False
+    if not orders(line) <= orders(joined):
+        return False
+    if not addresses(line) <= addresses(joined):
         return False
     mine = content_stems(line)
     if not mine:
