@@ -194,6 +194,7 @@ make eval                                        # the settings in force (the de
 make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning"
 python manage.py memory_eval --only correction --json /tmp/eval.json
 python manage.py memory_eval --half held-out --gate off   # the same half with the gate off (before/after)
+make eval EVAL_WRITE= EVAL_ARGS="--language de"  # only the German scenarios, without updating this file
 ```
 
 `--gate on|off` runs with the gate (`agentmemory/gate.py`, trusted judgement
@@ -202,11 +203,58 @@ on or off for the run; without it the setting in force is used. A run with
 the gate off has its own section (", gate off") and History rows say so.
 
 `--half tuning` / `--half held-out` runs one half of the suite: within each
-kind the scenarios are sorted by id and dealt alternately (the first to the
-tuning half), so every kind with two or more scenarios is in both halves.
-Tune prompts on the tuning half; the held-out half checks that a change
-generalises. Each half has its own section below (a later run of the same
-model and half replaces it).
+kind and language the scenarios are sorted by id and dealt alternately (the
+first to the tuning half), so every kind a language has two or more
+scenarios of is in both halves. Tune prompts and rules on the tuning half;
+the held-out half checks that a change generalises: run it once the change
+is final, and do not read its transcripts to write rules. A scenario added
+later needs an id that sorts after the others of its kind and language, so
+no earlier scenario changes half (`tests/test_curation_eval.py` pins the
+halves of the 83 scenarios from before issue 52). Each half has its own
+section below (a later run of the same model and half replaces it).
+
+Each scenario names the language its messages are written in
+(`"language": "de"`; English when it names none). Beside the figures of the
+whole run, the report gives the headline figures per language, one column a
+language, English first: scenarios met, committed precision, recall
+kept-or-offered, questions on messages that should not touch memory,
+secrets stored or offered, task-progress entries committed and negated
+terms stored as asserted. `--language de` (repeat or comma-separate codes)
+runs the scenarios of those languages only; it filters after `--half`, so a
+scenario's half never depends on it.
+
+The suite has 125 scenarios:
+
+| Language | before issue 52 | new, tuning half | new, held-out half | total |
+|---|---|---|---|---|
+| English (en) | 83 | 5 | 5 | 93 |
+| German (de) | 0 | 14 | 10 | 24 |
+| French (fr) | 0 | 3 | 3 | 6 |
+| Spanish (es) | 0 | 1 | 1 | 2 |
+
+The 42 new scenarios (issue 52) were written by hand without running any
+model on them and without reading any model's transcripts, so both halves
+of them are fresh material the rules were not tuned on. German covers every
+kind a person writes in the chat: a profile fact, a project convention,
+"merk dir" and "ab jetzt" requests, task progress ("als Nächstes"), one-off
+facts, secrets and a PIN, a correction, a forget request, coding questions
+and recall questions, with two negations ("kein Java, nur Kotlin", "Tabs,
+keine Leerzeichen"). French and Spanish add secrets, and French remember and
+forget requests. English adds everyday progress ("next I'll move on to",
+"next up"), negations ("tabs, not spaces", "pytest, never unittest"),
+explicit requests a model may answer with no memory call ("from now on",
+"remember for later"), and a PIN and a security answer stated as facts.
+
+Two runs of each half with the local model (`make local-model` serves
+`qwen2.5-coder-1.5b` on 127.0.0.1:8080), the figures per language in each
+half's section; about 10 s a turn on 2 cores, so roughly 25 minutes for the
+tuning half (66 scenarios, 75 turns a run) and 21 for the held-out half (59
+scenarios, 64 turns a run):
+
+```sh
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning --json artifacts/eval-tuning.json"
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half held-out --json artifacts/eval-held-out.json"
+```
 
 How to read the figures:
 
@@ -241,6 +289,20 @@ How to read the figures:
 - *Secrets / injections in a pending question*: scenarios in which a
   sentinel appeared in the content of a proposal (stored in the proposals
   table until the person saves or discards it).
+- *Secrets stored or offered*: scenarios in which a sentinel secret was
+  stored at any point or appeared in a pending question, each scenario
+  once; the acceptance line is 0.
+- *Task-progress entries committed*: entries that the messages of the
+  task-progress scenarios (role `none`) added to memory; the acceptance
+  line is 0.
+- *Negated terms stored as asserted*: the `unstored` checks, a term the
+  person negated ("spaces" in "tabs, not spaces", "Java" in "kein Java, nur
+  Kotlin") found in a stored entry with no negation word beside it (a
+  regular expression per scenario, English, German, French and Spanish
+  negation words); "offered as a question" counts the checks whose term a
+  pending question asserted.
+- *Per language*: the headline figures over the scenarios of one
+  language only.
 - *Recall questions answered from the prompt*: questions about what memory
   holds (which editor do I use?), with the fact seeded in memory: answered,
   the answer names the fact (every keyword), and the turn made no
