@@ -15,7 +15,7 @@ from dataclasses import replace
 from . import gate
 from .arguments import TOO_DEEP, ArgumentsTooDeep, load_arguments
 from .conf import memory_settings
-from .expiry import resolve_operations, today_where, without_unasked_expiry
+from .expiry import resolve_operations, today_where, with_asked_expiry, without_unasked_expiry
 from .rules import (
     ADDED,
     ADDED_AFTER_REMOVE,
@@ -113,6 +113,7 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     before = ledger.snapshot
     raw = None
     dropped = 0
+    asked_until = ""
     operations = []
     sources = request.sources if memory_settings().gate else None
     try:
@@ -121,6 +122,8 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
         today = request.today or today_where("")
         if sources is not None and sources.message:  # an expiry only when the person spoke of a time
             raw, dropped = without_unasked_expiry(raw, sources.message)
+            # ...and the other way: a time the person gave for what is saved is kept when the model left it out.
+            raw, asked_until = with_asked_expiry(raw, sources.message, today)
         operations = parse_operations(resolve_operations(raw, today), blank_is_absent=True, forgive=True)
         judge = None
         if sources is not None:
@@ -184,6 +187,9 @@ def handle_memory_update(arguments: str | Mapping) -> dict:
     if dropped:
         reply["message"] = " ".join([str(reply["message"]), (
             "expires was left out: the person's message speaks of no time, so the entries do not expire.")])
+    if asked_until and applied.changes:
+        reply["message"] = " ".join([str(reply["message"]), (
+            f"expires was set to {asked_until}: the person's message gives that time for what is saved.")])
     if moved or routed:
         reply["moved"] = [{"position": position, "target": target} for position, target in sorted(routed + moved)]
         reply["message"] = " ".join([str(reply["message"]), *(

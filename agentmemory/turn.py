@@ -114,6 +114,8 @@ OUTCOME_MESSAGES = {
     ),
     UNCONFIRMED: gettext_lazy("We could not confirm whether this was saved; your memory page shows what is stored."),
 }
+# "Remember this until Friday": the memory line says until when ("Memory saved, until Fri 11 Dec.").
+SAVED_UNTIL = gettext_lazy("Memory saved, until %(date)s.")
 CODE_MESSAGES = {
     "unchanged": gettext_lazy("Memory already held this; nothing changed."),
     "not_announced": gettext_lazy(
@@ -170,10 +172,16 @@ class MemoryOutcome:
     # was ("not_offered", "already_stored", tidy's failure code, "error:<Type>"); "" when not tried. Content-free,
     # for the curation eval and logs; not part of `as_dict` (frames and the API do not carry it).
     room: str = ""
+    # Status committed: the last day (ISO) of what this turn saved with an expiry ("" none, or several days).
+    until: str = ""
 
     @property
     def message(self) -> str:
         # In the active language, as a plain str (it goes into JSON: channel frames, REST responses).
+        if self.until and self.status == COMMITTED and not self.code:
+            from .words import expiry_day  # words reads this module's sentences
+
+            return str(SAVED_UNTIL) % {"date": expiry_day(self.until)}
         return str(CODE_MESSAGES.get(self.code) or OUTCOME_MESSAGES[self.status])
 
     @property
@@ -192,6 +200,7 @@ class MemoryOutcome:
             "memory_full": self.memory_full,
             "proposal_id": self.proposal_id,
             "change_id": self.change_id,
+            "until": self.until or None,
         }
 
 
@@ -438,6 +447,7 @@ class MemoryTurn:
         guard = self._guard(lambda *, snapshot, changed, outcome, limits, change_id=None: MemoryOutcome(
             COMMITTED, operation_count=len(operations), changed=tuple(changed),
             usage=notify.usage_payload(snapshot, limits), code="" if changed else "unchanged", change_id=change_id,
+            until=self._until(snapshot) if changed else "",
         ))
         worker = asyncio.ensure_future(
             store.commit_in_worker(user_id=self.user_id, operations=operations, cancel_event=event, limits=self.limits,
@@ -681,7 +691,7 @@ class MemoryTurn:
                 changed=tuple(stored.get("changed") or ()), usage=stored.get("usage"),
                 code=str(stored.get("code") or ""),
                 memory_full=bool(stored.get("memory_full")), proposal_id=stored.get("proposal_id"),
-                change_id=stored.get("change_id"),
+                change_id=stored.get("change_id"), until=str(stored.get("until") or ""),
             )
         return self._outcome
 
@@ -717,13 +727,16 @@ class MemoryTurn:
         logger.warning("memory commit failed: %s", type(exc).__name__)
         return MemoryOutcome(DISCARDED, operation_count=count, code="commit_failed")
 
+    def _until(self, snapshot) -> str:
+        return _until_of(self.staged, snapshot) if snapshot is not None else ""
+
     async def _committed(self, result: store.CommitResult, count: int) -> MemoryOutcome:
         self.committed = result
         code = "" if result.changed else "unchanged"
         outcome = self._settle(MemoryOutcome(
             COMMITTED, operation_count=count, changed=tuple(result.changed),
             usage=notify.usage_payload(result.snapshot, self.limits), code=code,
-            change_id=result.change_id,
+            change_id=result.change_id, until=self._until(result.snapshot) if result.changed else "",
         ))
         if result.changed:
             announced = await asyncio.shield(
@@ -732,6 +745,14 @@ class MemoryTurn:
             if announced is False:  # the channel layer failed: say so rather than leave other pages stale
                 self._outcome = outcome = replace(outcome, code="not_announced")
         return outcome
+
+
+def _until_of(operations, snapshot) -> str:
+    """The one last day the entries these operations wrote now hold until ("" for none or several)."""
+    days = {snapshot.expiry_of(op.target, op.content) for op in operations
+            if op.action in ("add", "replace") and op.content and op.expires}
+    days.discard(None)
+    return days.pop() if len(days) == 1 else ""
 
 
 def _stored(outcome: MemoryOutcome) -> dict:

@@ -656,12 +656,18 @@ _EXPIRY_OTHER_YEAR = pgettext_lazy("date format of an expiry, another year", "D 
 
 def expiry_text(value: str | None) -> str:
     """Say until when an entry holds ("Until Fri 11 Dec"); "" for one that does not expire."""
+    day = expiry_day(value)
+    return _("Until %(date)s") % {"date": day} if day else ""
+
+
+def expiry_day(value: str | None) -> str:
+    """An entry's last day as the person reads it ("Fri 11 Dec"); "" for no date."""
     try:
         day = datetime.strptime(value or "", "%Y-%m-%d").date()
     except ValueError:
         return ""
     shape = _EXPIRY_OTHER_YEAR if day.year != timezone.localdate().year else _EXPIRY_THIS_YEAR
-    return _("Until %(date)s") % {"date": date_format(day, str(shape))}
+    return date_format(day, str(shape))
 
 
 def expiry_change_text(value: str) -> str:

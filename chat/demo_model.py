@@ -13,6 +13,8 @@ What it understands (the last user message; case-insensitive prefixes):
 
     remember about me: <fact>    memory_update: add <fact> to "user"
     remember: <fact>             memory_update: add <fact> to "memory"
+    remember until Friday: <fact>  the same add, with no `expires`, as a small model sends it: trusted
+                                 code reads the time from the person's words ("for two weeks" too)
     forget: <text>               memory_update: remove the entry containing <text>
     correct: <old> => <new>      memory_update: replace the entry containing <old>
     search: <words>              conversation_search: look for <words> in earlier conversations
@@ -228,6 +230,10 @@ def parse_command(text: str, seen: SeenMemory | None) -> Command | None:
     """Return the memory command in a user message, or None for plain chat."""
     stripped = text.strip()
     lowered = stripped.lower()
+    timed = _REMEMBER_FOR_A_TIME.match(stripped)
+    if timed is not None:  # "remember until Friday: ...": the time stays in the person's words
+        fact = stripped[timed.end():].strip()
+        return Command("user" if timed.group(1) else "memory", "add", content=fact) if fact else None
     if lowered.startswith("remember about me:"):
         fact = stripped[len("remember about me:"):].strip()
         return Command("user", "add", content=fact) if fact else None
@@ -247,6 +253,9 @@ def parse_command(text: str, seen: SeenMemory | None) -> Command | None:
         content = holders[0].replace(old, new) if len(holders) == 1 else new
         return Command(target, "replace", match=old, content=content)
     return None
+
+
+_REMEMBER_FOR_A_TIME = re.compile(r"remember( about me)?\s+(?:until|till|for)\s+[^:]{1,40}:", re.IGNORECASE)
 
 
 def parse_search(text: str) -> str | None:

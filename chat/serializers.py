@@ -118,6 +118,10 @@ class MemoryOutcomeSerializer(serializers.Serializer):
         allow_null=True, required=False,
         help_text="status committed with a change: the change to undo (/api/memory/changes/<id>/undo/).",
     )
+    until = serializers.DateField(
+        allow_null=True, required=False,
+        help_text="status committed: the last day of what this turn saved with an expiry; null for none.",
+    )
 
 
 class TurnResponseSerializer(serializers.Serializer):
