@@ -434,7 +434,8 @@ class MemoryTurn:
                 return first
             unsaved = self._unsaved_statements()
             if unsaved:
-                return await self._propose(unsaved, event, [gate.UNSAVED] * len(unsaved), code="asked")
+                why = gate.unsaved_reason(self.sources or gate.TurnSources.unknown())
+                return await self._propose(unsaved, event, [why] * len(unsaved), code="asked")
             return self._settle(MemoryOutcome(NOTHING_TO_COMMIT))
         reasons = self.staged_reasons
         if self.ask_first:

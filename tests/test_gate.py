@@ -312,7 +312,8 @@ def test_a_turn_with_memory_off_never_reads_its_messages():
     ("I'm a bit slow today.", []),
     ("The build is green.", []),  # not about the person
     ("Which editor do I use?", []),
-    ("remember: I use vim", []),  # a command: the model's to carry out, never second-guessed here
+    # A command to remember that the model did not carry out: the person asked, so their words are offered.
+    ("remember: I use vim", ["Uses vim."]),
 ])
 def test_the_persons_lasting_statements_in_the_third_person(message, expected):
     assert gate.unsaved_statements(gate.TurnSources.from_messages([{"role": "user", "content": message}])) == expected
@@ -396,7 +397,7 @@ def test_in_a_turn_that_gave_a_secret_an_entry_that_starts_with_remember_states_
     ("I use Neovim as my editor.", True),
     ("Thanks. By the way, I lead the SRE team here.", True),
     ("How do I reverse a list?", False),
-    ("remember: the API is versioned under /v2", False),
+    ("remember: the API is versioned under /v2", True),  # a command to remember the model may leave undone
     ("", False),
 ])
 def test_only_a_plain_statement_may_have_an_unsaved_statement(message, may):

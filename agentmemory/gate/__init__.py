@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from .codes import (
     ASK_REASONS,
+    ASKED_UNSAVED,
     ASKS_FOR_CHANGE,
     ASSISTANT_NOTE,
     ATTACK_SEEN,
@@ -43,6 +44,7 @@ from .codes import (
     DEPENDS,
     EXPLICIT,
     FORGET,
+    NEGATED,
     NO_FACT,
     NOT_STATED,
     PASTED_COPY,
@@ -56,6 +58,7 @@ from .codes import (
     TRANSIENT_TURN,
     UNASKED_EDIT,
     UNKNOWN,
+    UNREAD_LANGUAGE,
     UNSAVED,
 )
 from .entries import entry_reason, states_nothing
@@ -68,17 +71,19 @@ from .features import (
     message_text,
     pasted_blocks,
 )
+from .language import detect
 from .reading import asks_memory, document_named, intent, may_be_unsaved, passing, passing_only, states_fact
 from .secrets import MIN_FRAGMENT, notes_credential, secret_in, turn_secrets, withheld
 from .sources import TurnSources
-from .verdicts import MAX_UNSAVED, reason, refusal, split, unsaved_statements
+from .verdicts import MAX_UNSAVED, reason, refusal, split, unsaved_reason, unsaved_statements
 
 __all__ = [
-    "ASK_REASONS", "ASKS_FOR_CHANGE", "ASSISTANT_NOTE", "ATTACK_SEEN", "CHAT_SUMMARY", "CORRECT", "COPY_RUN", "DEPENDS",
+    "ASK_REASONS", "ASKED_UNSAVED", "ASKS_FOR_CHANGE", "ASSISTANT_NOTE", "ATTACK_SEEN", "CHAT_SUMMARY", "CORRECT",
+    "COPY_RUN", "DEPENDS", "NEGATED", "UNREAD_LANGUAGE", "detect", "unsaved_reason",
     "EXPLICIT", "FORGET", "MAX_UNSAVED", "MIN_FRAGMENT", "NO_FACT", "NOT_STATED", "PASTED_COPY", "PASTED_MIN_CHARS",
     "PASTED_MIN_LINES", "QUESTION", "REASONS", "REQUEST", "SECRET_NOTE", "SECRET_SEEN", "STATEMENT", "TRANSIENT",
     "TRANSIENT_TURN", "TurnSources", "UNASKED_EDIT", "UNKNOWN", "UNSAVED", "asks_memory", "carries_attack",
     "document_named", "entry_reason", "from_message", "intent", "may_be_unsaved", "message_text", "notes_credential",
     "passing", "passing_only", "pasted_blocks", "reason", "refusal", "secret_in", "split", "states_fact",
-    "states_nothing", "turn_secrets", "unsaved_statements", "withheld",
+    "states_nothing", "turn_secrets", "unsaved_reason", "unsaved_statements", "withheld",
 ]

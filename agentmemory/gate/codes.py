@@ -22,6 +22,12 @@ ASSISTANT_NOTE = "assistant_note"
 UNASKED_EDIT = "unasked_edit"
 DEPENDS = "depends_on_question"
 UNSAVED = "unsaved_statement"
+# The person asked to remember it ("from now on ...", "merk dir ..."), and the model saved nothing.
+ASKED_UNSAVED = "asked_unsaved"
+# It asserts a term the person's message negated ("not spaces" -> "Prefers spaces").
+NEGATED = "negated_term"
+# The message is in a language the gate has no rules for, and did not ask to remember.
+UNREAD_LANGUAGE = "unread_language"
 # Refused at staging: the model is told, nothing is staged.
 SECRET_SEEN = "secret_in_turn"
 # A note about a credential the turn gave ("Staging admin panel password."): it points at the secret.
@@ -43,6 +49,11 @@ REASONS: Mapping[str, StrOrPromise] = {
         "It changes something your memory already holds, though your message did not ask for a change."),
     DEPENDS: gettext_lazy("It builds on another suggested change that waits for you."),
     UNSAVED: gettext_lazy("You said this about yourself, and the assistant did not save it."),
+    ASKED_UNSAVED: gettext_lazy("You asked to remember this, and the assistant did not save it."),
+    NEGATED: gettext_lazy(
+        "It states something your message said no to (“not”, “never”, “no”), without your “no”."),
+    UNREAD_LANGUAGE: gettext_lazy(
+        "Your message is in a language the assistant's rules cannot read yet, and it did not ask to remember this."),
 }
 ASK_REASONS = tuple(REASONS)
 

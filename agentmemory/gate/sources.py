@@ -8,6 +8,7 @@ from functools import cached_property
 from ..threats.spellings import Spellings
 from .codes import UNKNOWN
 from .features import carries_attack, message_text, pasted_blocks
+from .language import detect
 from .reading import intent, passing_only, states_fact
 from .secrets import turn_secrets
 
@@ -26,6 +27,8 @@ class TurnSources:
     # The person's latest message reads as an attack on the assistant (the threat scan's instruction,
     # role, remote-control, exfiltration, persistence or hidden-content families), wherever it came from.
     attack: bool = False
+    # The latest message's language (`language.detect`): "en", "de", "fr", ... or "unknown".
+    language: str = "en"
 
     @cached_property
     def spellings(self) -> Spellings:
@@ -52,4 +55,4 @@ class TurnSources:
                 latest = message_text(message.get("content"))
         return cls(message=latest, intent=intent(latest), states_fact=states_fact(latest),
                    pasted=pasted_blocks(latest), secrets=turn_secrets(messages), passing_only=passing_only(latest),
-                   attack=carries_attack(latest))
+                   attack=carries_attack(latest), language=detect(latest) if latest else "en")

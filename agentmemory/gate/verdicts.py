@@ -1,15 +1,25 @@
-"""The gate's verdicts: refuse at staging, ask the person, or commit; and what to offer when nothing was saved."""
+"""The gate's verdicts: refuse at staging, ask the person, or commit; and what to offer when nothing was saved.
+
+Each verdict is one reason code (`codes`) from the features the other rooms
+read: the person's message (`reading`, in its language), the entry
+(`entries`), what the message negated (`negation`) and the turn's secrets
+(`secrets`).
+"""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
-from ..person_words import third_person
+from ..person_words import MAX_CHARS, MIN_CHARS, third_person
 from ..rules import Operation, Snapshot, apply_operations
 from ..threats import scan_entry
 from .codes import (
+    ASKED_UNSAVED,
     ASKS_FOR_CHANGE,
     ATTACK_SEEN,
     DEPENDS,
+    EXPLICIT,
+    NEGATED,
     NO_FACT,
     NOT_STATED,
     QUESTION,
@@ -19,13 +29,17 @@ from .codes import (
     STATEMENT,
     TRANSIENT_TURN,
     UNASKED_EDIT,
+    UNKNOWN,
+    UNREAD_LANGUAGE,
+    UNSAVED,
 )
 from .entries import entry_reason, states_nothing
 from .features import from_message
-from .reading import intent, passing, statements
+from .negation import asserts_negated, negated_terms
+from .reading import intent, passing, statements, without_pleasantry, words_of
 from .secrets import notes_credential, secret_in, withheld
 from .sources import TurnSources
-from .words import en
+from .words import LANGUAGES, en, full
 
 
 def refusal(operation: Operation, sources: TurnSources) -> str:
@@ -50,8 +64,14 @@ def reason(operation: Operation, *, start: Snapshot, sources: TurnSources) -> st
     existing = operation.entry is not None and operation.entry in start.entries(operation.target)
     if operation.action in ("replace", "remove") and existing and sources.intent in (QUESTION, REQUEST):
         return UNASKED_EDIT
+    if (full(sources.language) is None and sources.intent not in (*ASKS_FOR_CHANGE, UNKNOWN)
+            and (operation.content or existing)):
+        # A language the gate cannot read: a change the person did not ask for is theirs to make.
+        return (operation.content and entry_reason(operation.content, sources)) or UNREAD_LANGUAGE
     if operation.action == "remove" or not operation.content:
         return ""
+    if asserts_negated(operation.content, negated_terms(sources.message, sources.language), sources.language):
+        return NEGATED  # "tabs, not spaces" -> "Prefers spaces": not the person's words, even on their command
     if sources.intent in ASKS_FOR_CHANGE and from_message(operation.content, sources):
         return ""  # the person's own command: never diverted
     return entry_reason(operation.content, sources)
@@ -94,33 +114,68 @@ def split(
 MAX_UNSAVED = 2
 
 
+def unsaved_reason(sources: TurnSources) -> str:
+    """Why `unsaved_statements` offers its entries: the person asked to remember (`ASKED_UNSAVED`), or said it."""
+    return ASKED_UNSAVED if intent(without_pleasantry(sources.message or "")) == EXPLICIT else UNSAVED
+
+
 def unsaved_statements(sources: TurnSources) -> list[str]:
-    """The person's lasting statements about themselves, as profile entries, for a turn that saved nothing.
+    """What the person said or asked to remember, as profile entries, for a turn that saved nothing.
 
     The other side of "unsure saves become a question": when the model made
     no memory call on a turn whose message states something lasting in the
-    first person ("I use Neovim as my editor"), their own words are offered
-    as a question, never saved (`MemoryTurn.commit`, reason `UNSAVED`).
-    Only on a plain statement (not a question, a request or a command the
-    model should have handled; a pleasantry before it aside), with no secret
-    anywhere in the turn, no attack, nothing pasted, and no clause that
-    tells of something passing; each entry is the clause in the third person
-    (`person_words.third_person`) and must pass the scan and the entry
-    rules the model's entries pass.
+    first person ("I use Neovim as my editor") or asks to remember something
+    ("From now on keep your answers short please; I prefer terse replies",
+    "merk dir: ...", "retiens que ..."), their own words are offered as a
+    question, never saved (`MemoryTurn.commit`, reason `unsaved_reason`).
+    Only on a plain statement or a command to remember (a pleasantry before
+    it aside), with no secret anywhere in the turn, no attack, nothing
+    pasted, and no clause that tells of something passing. A first-person
+    clause becomes the third person (`person_words.third_person`, English);
+    on a command to remember, failing that, the clauses are offered in the
+    person's words, the command left out. Every entry must pass the scan,
+    `secrets.withheld` and the entry rules the model's entries pass.
     """
-    message = en.PLEASANTRY.sub("", sources.message or "")
-    if intent(message) != STATEMENT or sources.attack or sources.secrets or sources.pasted:
+    message = without_pleasantry(sources.message or "")
+    kind = intent(message)
+    if kind not in (STATEMENT, EXPLICIT) or sources.attack or sources.secrets or sources.pasted:
         return []
-    clauses = statements(message)
-    if any(passing(clause) for clause in clauses):
+    w = words_of(message)
+    if w is None and kind != EXPLICIT:
+        return []  # a statement in a language the gate cannot read: nothing to tell of it
+    clauses = statements(message, w) if w is not None else [c.strip() for c in _SENTENCES.split(message)]
+    if w is not None and any(passing(clause, w) for clause in clauses):
         return []  # "I'm on call this week, so I may answer slowly": what follows from a passing state passes too
+    leads = [module.REMEMBER_LEAD for module in {en, LANGUAGES.get(sources.language, en)}]
+    said = [_without(leads, clause) for clause in clauses]
+    offered = _offer((third_person(clause) for clause in said if en.FIRST_PERSON.search(clause)), sources)
+    if not offered and kind == EXPLICIT:
+        offered = _offer((_own_words(clause) for clause in said), sources)
+    return offered
+
+
+# Sentence ends, for a message in a language whose clauses the gate does not split.
+_SENTENCES = re.compile(r"[.!?]+(?=\s|$)|[;\n]+")
+
+
+def _without(leads, clause: str) -> str:
+    for lead in leads:
+        clause = lead.sub("", clause, count=1)
+    return clause.strip()
+
+
+def _own_words(clause: str) -> str | None:
+    text = " ".join(clause.split()).strip(" ,;:-")
+    if len(text) < MIN_CHARS or len(text) > MAX_CHARS:
+        return None
+    return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
+
+
+def _offer(entries, sources: TurnSources) -> list[str]:
     offered: list[str] = []
-    for clause in clauses:
-        if not en.FIRST_PERSON.search(clause):
-            continue
-        entry = third_person(clause)
+    for entry in entries:
         if (entry is None or entry in offered or scan_entry(entry) is not None or withheld(entry, sources)
-                or entry_reason(entry, sources)):
+                or states_nothing(entry, sources) or entry_reason(entry, sources)):
             continue
         offered.append(entry)
         if len(offered) == MAX_UNSAVED:

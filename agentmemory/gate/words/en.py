@@ -1,8 +1,9 @@
 """English: the words the gate reads in a message and in an entry.
 
-Data only: each name holds a compiled pattern (or a word set) with the same
-meaning in every language module (`words`). The language-free features are
-in `features`.
+Data only: each name holds a compiled pattern, a word set or a tuple of
+phrases with the same meaning in every language module (`words` names the
+shape). A full language (English, German) has every name; the language-free
+features are in `features`.
 """
 from __future__ import annotations
 
@@ -11,6 +12,31 @@ import re
 
 def _words(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
+
+
+CODE = "en"
+# Frequent words that tell the language of a short message (`language.detect`).
+FUNCTION_WORDS = frozenset(
+    "i i'm i've i'd i'll me my mine we our us you your he she it its they them their the a an and or but so "
+    "of to in on at for with from by about into over after before is are was were be been am do does did don't "
+    "doesn't didn't not no never have has had can can't could would should will won't this that these those "
+    "what which who when where why how there here just now then than also too very please thanks yes ok".split()
+)
+# Phrases that label a secret's value ("my VPN password is ..."): read by `secrets`.
+SECRET_LABELS = ("password", "passphrase", "passcode", "pin", "pin code", "code", "combination", "secret",
+                 "token", "api key", "security answer", "security question", "login")
+# Words that negate the term after them ("tabs, not spaces", "never unittest", "no Java").
+NEGATION = ("not", "never", "no", "don't", "do not", "doesn't", "does not", "didn't", "won't", "can't", "cannot",
+            "no longer", "without", "avoid", "avoids", "hate", "hates", "dislike", "dislikes", "nor")
+# Words that keep a negated term apart from what is asserted ("tabs over spaces", "instead of unittest").
+CONTRAST = ("over", "instead of", "rather than", "than", "not", "never", "no", "nor", "without", "avoid", "avoids",
+            "avoiding", "no longer", "don't", "doesn't", "does not", "do not", "dislikes", "hates", "against")
+# The command before what the person asks to remember ("remember that ...", "please note: ..."), left out of
+# the entry offered in their words.
+REMEMBER_LEAD = _words(
+    r"^\W*(?:please\s+)?(?:(?:do\s+)?remember|memori[sz]e|note(?:\s+down)?|make a note|take a note|keep in mind|"
+    r"(?:do not|don'?t) forget)\b(?:\s+(?:this|that|it))?(?:\s+about me)?\s*[:,-]?\s*(?:that\s+)?"
+)
 
 
 RECALL_QUESTION = _words(
@@ -62,6 +88,14 @@ TRANSIENT_PROGRESS = _words(
     r"started|resolved|merged|deployed|pushed|installed|run|ran)\b|\b(?:finished|completed) (?:the|a|an|with|"
     r"step|task|part)\b|\bnext steps?\b|\bin progress\b|\bto-?do\b|\bstill needs? to\b|\bneeds to (?:finish|"
     r"fix|run)\b|\b(?:task|step) \d+\b|\bwants help with\b|\basked for help with\b"
+    # what comes next in the work: "next I'll move on to", "then I'll do", "next is", "moving on to"
+    r"|\b(?:next|then|after that|afterwards)\b,?\s+(?:i|we|you)\s*(?:'ll|will|'m going to|am going to|plan to|"
+    r"want to)\b|\b(?:next|then) (?:is|are|comes|up|on the list)\b|\bmov(?:e|es|ed|ing) on (?:to|with)\b"
+    r"|\b(?:is|are|comes) next\b|\bup next\b"
+    # an entry that opens on work done or begun: "Finished moving the tests", "Refactored the login view"
+    r"|^\W*(?:just\s+)?(?:finished|completed|wrapped up|done with|started|began|refactored|rewrote|fixed|"
+    r"implemented|migrated|ported|merged|deployed|pushed|cleaned up|debugged|switched over)\s"
+    r"|\b(?:finished|completed|started|began|done) \w+ing\b"
 )
 ERROR = _words(
     r"\b(?:\w+(?:Error|Exception)\b|traceback|stack ?trace|segfault|segmentation fault|exit code|exit status|"
@@ -84,7 +118,9 @@ PASSING = _words(
     r"the end of (?:the )?(?:day|week))\b|\bsoon\b|\bkept (?:crashing|failing|erroring|timing out)\b|"
     r"\bcrashing\b|\b(?:now )?it (?:builds|works|passes|runs|compiles) now\b|\bnow it (?:builds|works|passes|runs|"
     r"compiles)\b|\bpasses now\b|\bworks now\b|\bmoving on to\b|\bpick (?:it|this) up (?:again )?(?:after|later|"
-    r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"  # noqa: E501 (one regex alternation)
+    r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bup next\b|\bmov(?:e|es|ing) on (?:to|with)\b|"
+    r"\b(?:next|then|after that|afterwards)\b,?\s+(?:i|we)\s*(?:'ll|will|'m going to|am going to|plan to)\b|"
+    r"\bi'?ve? (?:just )?(?:finished|completed|wrapped up)\b|\bi just (?:finished|completed|did|wrapped up)\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"  # noqa: E501 (one regex alternation)
 )
 SUMMARY = _words(
     r"\b(?:(?:the )?user (?:asked|wanted to know|requested|inquired|was asking)|asked (?:me|about|how|for|"
