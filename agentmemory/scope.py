@@ -113,13 +113,12 @@ class MemoryRequest:
 
     @property
     def sources(self) -> TurnSources | None:
-        """What the turn's messages said, read once, when the tool first needs it (a turn without a call
-        never reads them: a tenth of a plain turn's CPU, docs/benchmarks.md)."""
+        """What the turn's messages said, read when the tool first needs it (a turn without a call never
+        reads them: a tenth of a plain turn's CPU, docs/benchmarks.md). Not kept here: the reader keeps
+        them (`MemoryTurn.sources`), and a tool result heard later in the attempt extends them."""
         if self.read_sources is None:
             return None
-        if "_sources" not in self.__dict__:
-            object.__setattr__(self, "_sources", self.read_sources())
-        return self.__dict__["_sources"]
+        return self.read_sources()
 
 
 current_memory_request: ContextVar[MemoryRequest | None] = ContextVar(

@@ -309,6 +309,22 @@ class MemoryTurn:
         """
         self._heard, self._sources, self._asks_memory = list(messages), None, None
 
+    def heard_tool_result(self, content) -> None:
+        """Give trusted code a tool result of this turn as the loop appends it (its text, or JSON).
+
+        A value it gives as a secret (a conversation_search hit that holds a
+        password the person gave in an earlier chat) is then refused in what
+        the model stages after it, however spelled, like a value the person
+        gave. Sources already read are extended by this result's secrets
+        alone; nothing else of the turn is read again.
+        """
+        message = {"role": "tool", "content": content}
+        self._heard = [*(self._heard or []), message]
+        if self._sources is not None:
+            found = [value for value in gate.turn_secrets([message]) if value not in self._sources.secrets]
+            if found:
+                self._sources = replace(self._sources, secrets=(*self._sources.secrets, *found))
+
     @property
     def sources(self) -> gate.TurnSources | None:
         """What the gate knows of the turn's messages (None before `heard`).

@@ -130,13 +130,15 @@ class Agent:
         return self.llm.models
 
     def for_request(self, *, memory_prompt: str | None, search: SearchScope | None = None,
-                    memory_tool: bool = True) -> RequestAgent:
+                    memory_tool: bool = True, heard: Callable[[str], None] | None = None) -> RequestAgent:
         """Return a request-local agent with this turn's compiled prompt.
 
         `search` (set by the turn from the authenticated person, only while
         memory is on for the turn) offers conversation_search, on an agent
         that may offer it. `memory_tool=False` leaves memory_update out for
         this request (trusted code's `MemoryTurn.answers_from_memory`).
+        `heard` is given each tool result of the loop but memory_update's
+        own replies (`MemoryTurn.heard_tool_result`).
         """
         system = self.instructions if memory_prompt is None else f"{self.instructions}\n\n{memory_prompt}"
         offer = self.memory_tool and memory_tool and memory_prompt is not None
@@ -145,7 +147,7 @@ class Agent:
             search = None
         if search is not None:
             tools += (CONVERSATION_SEARCH_TOOL,)
-        return RequestAgent(agent=self, system_prompt=system, tools=tools, search=search)
+        return RequestAgent(agent=self, system_prompt=system, tools=tools, search=search, heard=heard)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ class RequestAgent:
     system_prompt: str
     tools: tuple[dict, ...] = field(default=())
     search: SearchScope | None = None  # whose conversations conversation_search reads
+    # Trusted code reads each tool result for secrets, as it is appended (`MemoryTurn.heard_tool_result`).
+    heard: Callable[[str], None] | None = None
 
     @property
     def offers_memory_tool(self) -> bool:
@@ -221,7 +225,10 @@ class RequestAgent:
                     if result.get("status") in WITHDRAW_STATUSES:
                         offered = False
                     await emit({"type": "tool", **event.as_metadata(), "message": event.summary()})
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)})
+                    content = json.dumps(result)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+                    if self.heard is not None and call["function"]["name"] != TOOL_NAME:
+                        self.heard(content)  # a conversation_search hit may hold a secret of an earlier chat
             raise AssertionError("the last round offers no tools, so it always answers or fails")
         except ModelError as exc:
             exc.tool_events = tuple(events)

@@ -370,7 +370,8 @@ class _Turn:
             search = (SearchScope(user_id=self.user_id, exclude_conversation_id=self.prepared.conversation_id)
                       if self.memory.enabled and self.temporary is None and self.prepared.logged else None)
             request_agent = agent.for_request(memory_prompt=self.memory.prompt(), search=search,
-                                              memory_tool=not self.memory.answers_from_memory)
+                                              memory_tool=not self.memory.answers_from_memory,
+                                              heard=self.memory.heard_tool_result)
             try:
                 attempt = await _bounded(deadline, _attempts(
                     request_agent, models=agent.models, history=self.prepared.history, emit=send,
