@@ -389,6 +389,13 @@
       var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("memory-content");
       var current = content();
       if (!fresh || !current) throw new Error("not refreshed");
+      // A refresh nobody asked for (another tab, a chat) never takes away what was typed
+      // while it was on its way: it offers the reload instead.
+      if (options.careful && (hasUnsavedTyping() || showsError())) {
+        offerReload(gettext("Your memory changed in a chat or another window. " +
+          "Reload to see the current entries (unsaved text here will be lost)."));
+        return;
+      }
       var x = window.scrollX;
       var y = window.scrollY;
       var focused = options.focus || focusKey(document.activeElement);
@@ -445,7 +452,7 @@
         "Reload to see the current entries (unsaved text here will be lost)."));
       return;
     }
-    refresh();
+    refresh({ careful: true });
   }
 
   function connect() {
@@ -488,7 +495,7 @@
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState !== "visible" || leaving) return;
     if (hasUnsavedTyping() || showsError()) return;
-    refresh();
+    refresh({ careful: true });
   });
 
   focusServerError();
