@@ -11,7 +11,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-de
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-dev run test test-fast test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots messages
+.PHONY: install install-dev run manage test test-fast test-sqlite test-postgres test-browser bench migrate demo-accounts eval clean local-model screenshots messages
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,15 @@ messages: install
 	@if command -v msgfmt >/dev/null; then \
 		env DEBUG=1 $(PY) manage.py compilemessages --ignore=.venv --ignore=.cache --ignore=node_modules --ignore=build --ignore=dist; \
 	else echo "msgfmt is missing (apt-get install gettext): the catalogues are not compiled, pages stay English" >&2; fi
+
+# Any manage.py command on this checkout, after `make run` made .venv and the
+# database: make manage ARGS="createsuperuser". DEBUG=1 by default, as `make
+# run` has it (the settings then load without a SECRET_KEY); a server sets
+# SECRET_KEY and DEBUG=0 in its environment and runs manage.py itself.
+manage: export DEBUG ?= 1
+manage:
+	@test -x $(PY) || { echo "There is no .venv yet: run make run first." >&2; exit 1; }
+	@$(PY) manage.py $(ARGS)
 
 # Serve the web chat on SQLite, with the in-memory channel layer and the
 # offline demo model (no API key needed), memory enabled.
@@ -104,15 +113,18 @@ clean:
 # The production shape on this machine (docs/scaling.md, "What was run"):
 # Patroni (PostgreSQL leader + synchronous standby, etcd), PgBouncer behind
 # haproxy's leader port, Redis master + replica + three Sentinels, three daphne
-# workers behind haproxy on http://127.0.0.1:8100/, all under .cache/cluster/.
-# ARGS=--status (who leads, which Redis is master) | ARGS=--stop. Needs root
-# (apt-get for what is missing; PostgreSQL, Patroni, etcd run as postgres).
+# workers behind haproxy on http://127.0.0.1:8100/; every control plane with a
+# generated credential. Its state is outside the checkout, in
+# AGENTMEMORY_CLUSTER_DIR (default /var/lib/agentmemory-cluster).
+# ARGS=--status (who leads, which Redis is master) | ARGS=--check-auth |
+# ARGS=--stop. Needs root (apt-get for what is missing; every service then
+# runs as its own unprivileged user).
 .PHONY: cluster drills
 cluster: install
 	@bash scripts/cluster.sh $(ARGS)
 
 # Fault drills against the running `make cluster` (bench/drills.py): the
-# leader-kill drill by default; ARGS="--drills switchover,worker-kill,pgbouncer-restart,redis-master-kill"
-# (or all), --repeat 2, --help.
+# leader-kill drill by default; ARGS="--drills switchover,worker-kill,pgbouncer-restart,redis-master-kill,node-kill"
+# (or all), --repeat 2, --check-auth, --help.
 drills: install
 	$(PY) bench/drills.py $(ARGS)

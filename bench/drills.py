@@ -1,13 +1,18 @@
 """Fault drills against the production shape that `make cluster` runs.
 
 It owns one question: when a part of the deployment dies mid-load, is every
-person told the truth about their memory? Five drills, each one fault under
+person told the truth about their memory? Six drills, each one fault under
 the same load:
 
     leader-kill        SIGKILL of the PostgreSQL leader's postmaster; Patroni
                        (primary_start_timeout 0, synchronous_mode) promotes the
                        synchronous standby; haproxy's leader port follows
                        Patroni's /primary, PgBouncer reconnects through it
+    node-kill          the leader's machine dies: SIGKILL, at once, of its
+                       Patroni, its postmaster and every PostgreSQL process;
+                       nobody releases the leader key, so the cluster has no
+                       leader until the key's ttl runs out (measured:
+                       leaderless_s); the node's Patroni is started again after
     switchover         `patronictl switchover` to the synchronous standby (planned)
     worker-kill        SIGKILL of a daphne worker, restarted at once, again and
                        again (--kills, --kill-every), rotating over the three
@@ -67,16 +72,26 @@ save was lost, a lie was told, a commit was partial, a person reached
 another's memory, the fault did not happen (no new leader, no promotion), or
 nothing committed after the fault.
 
+`--check-auth` runs no drill: it checks that every control plane of the
+running cluster refuses a request without its credential (Patroni's REST API
+401, etcd refused and its v2 API off, Redis and the Sentinels NOAUTH) and
+takes it with one, that every service runs as an unprivileged user, that no
+process has a generated secret on its command line, and that PgBouncer keeps
+a SCRAM verifier, not the password. `make cluster` runs it after the start.
+
     make cluster && make drills [ARGS="--drills leader-kill,redis-master-kill --people 20"]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import pwd
 import secrets
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -91,7 +106,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CLUSTER = ROOT / ".cache" / "cluster"
+# scripts/cluster.sh's state directory (outside the checkout).
+CLUSTER = Path(os.environ.get("AGENTMEMORY_CLUSTER_DIR") or "/var/lib/agentmemory-cluster")
 REST_PORTS = (8011, 8012)
 DAPHNE_PORTS = (8101, 8102, 8103)
 SENTINEL_PORTS = (26391, 26392, 26393)
@@ -100,6 +116,10 @@ MASTER_NAME = "agentmemory"
 BALANCER = "http://127.0.0.1:8100"
 SOCKET_URL = "ws://127.0.0.1:8100/ws/chat/"
 PY = os.environ.get("PY") or sys.executable
+ETCD_PORT = 2389
+# The users scripts/cluster.sh runs each service as (never root).
+SERVICE_USERS = {"etcd": ("etcd", "postgres"), "patroni": ("postgres",), "pgbouncer": ("postgres",),
+                 "haproxy": ("haproxy",), "redis": ("redis",), "sentinel": ("redis",), "daphne": ("agentmemory",)}
 
 
 @dataclass
@@ -128,17 +148,25 @@ def log(message: str) -> None:
 
 
 # --- the cluster ------------------------------------------------------------------
-def cluster_env() -> dict[str, str]:
-    """Return the workers' environment (app.env) that `make cluster` wrote."""
-    path = CLUSTER / "app.env"
+def read_env_file(path: Path) -> dict[str, str]:
     if not path.is_file():
-        raise SystemExit("No cluster: run `make cluster` first (.cache/cluster/app.env is missing).")
+        raise SystemExit(f"No cluster: run `make cluster` first ({path} is missing).")
     env = {}
     for line in path.read_text().splitlines():
         if "=" in line and not line.startswith("#"):
             key, value = line.split("=", 1)
             env[key] = value
     return env
+
+
+def cluster_env() -> dict[str, str]:
+    """Return the workers' environment (daphne/app.env) that `make cluster` wrote."""
+    return read_env_file(CLUSTER / "daphne" / "app.env")
+
+
+def cluster_secrets() -> dict[str, str]:
+    """The credentials `make cluster` generated (secrets/secrets.env, root's alone)."""
+    return read_env_file(CLUSTER / "secrets" / "secrets.env")
 
 
 def patroni_members() -> list[dict]:
@@ -193,14 +221,18 @@ def recorded_pid(name: str) -> int:
     return pid
 
 
-def start_recorded(name: str, match: str, command: list[str], *, env=None, as_postgres=False) -> int:
-    """Start a process as scripts/cluster.sh does (own session, log appended, pid recorded for --stop)."""
-    if as_postgres:
-        command = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--",
-                   "env", f"HOME={CLUSTER}", *command]
+def start_recorded(name: str, match: str, command: list[str], *, user: str = "") -> int:
+    """Start a process as scripts/cluster.sh does (own session, log appended, pid recorded for --stop).
+
+    With `user`, as that user in a clean environment (scripts/cluster.sh's start_process); without,
+    `command` drops privileges itself (run-app)."""
+    if user:
+        command = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--",
+                   "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", f"HOME={CLUSTER}", *command]
     with open(CLUSTER / "logs" / f"{name}.log", "ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=ROOT, env=env, start_new_session=True)
+                                   cwd=CLUSTER, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                                   start_new_session=True)
     (CLUSTER / "pids" / f"{name}.pid").write_text(f"{process.pid}\n{match}\n")
     threading.Thread(target=process.wait, daemon=True).start()  # reap it if it dies while we run
     return process.pid
@@ -229,9 +261,12 @@ def http_ok(url: str, timeout: float = 2) -> bool:
 
 
 def redis_cli(port: int, *args: str) -> str:
+    """redis-cli to a Redis or a Sentinel of the cluster, its password in REDISCLI_AUTH (never the argv)."""
+    secrets = cluster_secrets()
+    password = secrets["SENTINEL_PASSWORD"] if port in SENTINEL_PORTS else secrets["REDIS_PASSWORD"]
     try:
         return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True,
-                              timeout=3).stdout.strip()
+                              timeout=3, env={**os.environ, "REDISCLI_AUTH": password}).stdout.strip()
     except subprocess.TimeoutExpired:
         return ""
 
@@ -322,6 +357,70 @@ class LeaderKill(Fault):
         return [] if "new_leader" in self.times else ["no new leader"]
 
 
+class NodeKill(LeaderKill):
+    """The leader's machine dies: Patroni and every PostgreSQL process, SIGKILLed together.
+
+    Unlike leader-kill (the postmaster only: its Patroni sees it die and hands the leader key over in
+    seconds), nobody is left to release the key: the standby may take it only once its ttl has run out.
+    The time with no leader (`leaderless_s`, the fault to the first moment another member holds the key)
+    is what the ttl buys."""
+
+    name = "node-kill"
+
+    def inject(self):
+        node = self.old["name"]
+        patroni = recorded_pid(f"patroni-{node}")
+        postmaster = postmaster_pid(node)
+        # Every process of the node at once, as a machine's death takes them: Patroni, the postmaster
+        # and its children (backends, walsenders, checkpointer...), listed before the first signal.
+        children = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
+                    and parent_pid(int(entry.name)) == postmaster]
+        self.times["at"] = self.clock()
+        for pid in (patroni, postmaster, *children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log(f"  {self.times['at']:.1f} s: SIGKILL to {node}'s Patroni (pid {patroni}), its postmaster "
+            f"(pid {postmaster}) and {len(children)} PostgreSQL processes, at once")
+        self.done.set()
+
+    def watch(self):
+        had = "new_leader" in self.times
+        super().watch()
+        if not had and "new_leader" in self.times:
+            self.facts["leaderless_s"] = round(self.times["new_leader"] - self.times["at"], 2)
+            self.facts["ttl"] = patroni_config().get("ttl")
+            log(f"  {self.times['new_leader']:.1f} s: {self.facts['new_leader']} holds the leader key: "
+                f"{self.facts['leaderless_s']} s with no leader (ttl {self.facts['ttl']})")
+
+    def recover(self):
+        # The machine comes back: its Patroni starts, finds another leader, rejoins as a standby.
+        node = self.old["name"]
+        config = CLUSTER / node / "patroni.yml"
+        start_recorded(f"patroni-{node}", str(config), ["patroni", str(config)], user="postgres")
+        super().recover()
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2:].split()[1])
+
+
+def patroni_config() -> dict:
+    """The dynamic configuration (ttl, loop_wait, retry_timeout...) from whichever REST API answers."""
+    for port in REST_PORTS:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=1) as response:
+                return json.load(response)
+        except Exception:
+            continue
+    return {}
+
+
 class Switchover(LeaderKill):
     name = "switchover"
 
@@ -349,7 +448,7 @@ class PgBouncerRestart(Fault):
         gone = wait_gone(pid, 20)
         self.times["stopped"] = self.clock()
         ini = CLUSTER / "pgbouncer" / "pgbouncer.ini"
-        new = start_recorded("pgbouncer", str(ini), ["pgbouncer", str(ini)], as_postgres=True)
+        new = start_recorded("pgbouncer", str(ini), ["pgbouncer", str(ini)], user="postgres")
         self.times["started"] = self.clock()
         log(f"  {self.times['at']:.1f} s: SIGTERM to PgBouncer (pid {pid}); "
             f"{'stopped' if gone else 'NOT stopped'} after {self.times['stopped'] - self.times['at']:.2f} s, "
@@ -367,13 +466,7 @@ class WorkerKill(Fault):
         self.kills: list[dict] = []
         return f"{self.args.kills} kills, one every {self.args.kill_every:g} s, rotating over {DAPHNE_PORTS}"
 
-    def worker_env(self) -> dict[str, str]:
-        env = {**os.environ, **self.env}
-        env.pop("OPENAI_API_KEY", None)
-        return env
-
     def inject(self):
-        env = self.worker_env()
         for _ in range(self.args.kills):
             # Only when every worker is ready again (/readyz, which can take seconds under this
             # load): a kill before a restarted worker is ready leaves one ready worker, haproxy
@@ -399,9 +492,9 @@ class WorkerKill(Fault):
             self.times["last"] = at
             os.kill(pid, signal.SIGKILL)
             wait_gone(pid, 5)
+            # As scripts/cluster.sh starts it: run-app switches to the workers' user and environment.
             start_recorded(name, f"-p {port} config.asgi:application",
-                           [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
-                           env=env)
+                           [str(CLUSTER / "run-app"), "daphne", str(port)])
             self.kills.append({"at": round(at, 2), "port": port})
             time.sleep(self.args.kill_every)
         self.facts["kills"] = len(self.kills)
@@ -446,7 +539,7 @@ class RedisMasterKill(Fault):
     def recover(self):
         # The killed master comes back; the Sentinels make it a replica of the new master.
         conf = CLUSTER / f"redis-{self.master}" / "redis.conf"
-        start_recorded(f"redis-{self.master}", f"127.0.0.1:{self.master}", ["redis-server", str(conf)])
+        start_recorded(f"redis-{self.master}", f"127.0.0.1:{self.master}", ["redis-server", str(conf)], user="redis")
         back = wait_until(lambda: redis_cli(self.master, "role").startswith("slave")
                           and "connected_slaves:1" in redis_cli(self.replica, "info", "replication"), 60)
         self.facts["old_master_back_as_replica"] = bool(back)
@@ -455,7 +548,152 @@ class RedisMasterKill(Fault):
         return [] if "promoted" in self.times else ["the Sentinels promoted no replica"]
 
 
-FAULTS = {fault.name: fault for fault in (LeaderKill, Switchover, WorkerKill, PgBouncerRestart, RedisMasterKill)}
+FAULTS = {fault.name: fault for fault in (LeaderKill, Switchover, WorkerKill, PgBouncerRestart, RedisMasterKill,
+                                          NodeKill)}
+
+
+# --- the control planes' credentials -----------------------------------------------
+def http(method: str, url: str, body: dict | None = None, auth: tuple[str, str] | None = None,
+         token: str = "") -> tuple[int, str]:
+    """(status, body) of one HTTP request; a refused connection is status 0."""
+    headers = {"Content-Type": "application/json"}
+    if auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    if token:
+        headers["Authorization"] = token
+    request = urllib.request.Request(url, method=method, headers=headers,
+                                     data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+    except OSError as error:
+        return 0, type(error).__name__
+
+
+def resp(port: int, *commands: list[str]) -> list[str]:
+    """Send Redis commands on one raw connection; the first line of each answer."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as connection:
+        reader = connection.makefile("rb")
+        for command in commands:
+            connection.sendall(f"*{len(command)}\r\n".encode()
+                               + b"".join(f"${len(p.encode())}\r\n{p}\r\n".encode() for p in command))
+            answers.append(reader.readline().decode(errors="replace").strip())
+    return answers
+
+
+def check_auth() -> int:
+    """Every control plane refuses a request without its credential and takes it with one (see the docstring)."""
+    secrets = cluster_secrets()
+    results: list[tuple[str, bool, str]] = []
+
+    def check(what: str, ok: bool, saw: str) -> None:
+        results.append((what, ok, saw))
+
+    rest_auth = ("patroni", secrets["PATRONI_REST_PASSWORD"])
+    members = patroni_members()
+    leader_name = next((m["name"] for m in members if m["role"] == "leader"), "node1")
+    for port in REST_PORTS:
+        base = f"http://127.0.0.1:{port}"
+        status, _ = http("PATCH", f"{base}/config", {"ttl": 5})
+        check(f"Patroni {port}: PATCH /config without credentials", status == 401, str(status))
+        status, _ = http("POST", f"{base}/switchover", {"leader": leader_name})
+        check(f"Patroni {port}: POST /switchover without credentials", status == 401, str(status))
+        status, _ = http("POST", f"{base}/reinitialize", {})
+        check(f"Patroni {port}: POST /reinitialize without credentials", status == 401, str(status))
+        status, _ = http("POST", f"{base}/restart", {}, auth=("patroni", "wrong"))
+        check(f"Patroni {port}: POST /restart with a wrong password", status == 401, str(status))
+        # With the credential: the ttl patched to what it is changes nothing, and is taken.
+        ttl = patroni_config().get("ttl")
+        status, body = http("PATCH", f"{base}/config", {"ttl": ttl}, auth=rest_auth)
+        check(f"Patroni {port}: PATCH /config (ttl unchanged) with credentials",
+              ttl is not None and status == 200 and f'"ttl": {ttl}' in body, f"{status} {body[:60]}")
+    # patronictl reads the same credential from the node's configuration (ctl.authentication).
+    done = subprocess.run(["patronictl", "-c", str(CLUSTER / "node1" / "patroni.yml"), "list"],
+                          capture_output=True, text=True, timeout=30)
+    check("patronictl list with the node's configuration", done.returncode == 0, f"exit {done.returncode}")
+
+    etcd = f"http://127.0.0.1:{ETCD_PORT}"
+    service = base64.b64encode(b"/service/").decode()
+    status, body = http("POST", f"{etcd}/v3/kv/range", {"key": service, "range_end": base64.b64encode(b"/service0")
+                                                        .decode()})
+    check("etcd v3: read Patroni's keys without a token", status != 200, f"{status} {body[:60]}")
+    status, body = http("POST", f"{etcd}/v3/kv/put", {"key": base64.b64encode(b"/service/agentmemory/x").decode(),
+                                                      "value": base64.b64encode(b"1").decode()})
+    check("etcd v3: write without a token", status != 200, f"{status} {body[:60]}")
+    status, _ = http("GET", f"{etcd}/v2/keys/service/")
+    check("etcd v2 API: off", status == 404, str(status))
+    status, body = http("POST", f"{etcd}/v3/auth/authenticate", {"name": "patroni", "password": "wrong"})
+    check("etcd: a wrong password", status != 200, str(status))
+    status, body = http("POST", f"{etcd}/v3/auth/authenticate",
+                        {"name": "patroni", "password": secrets["ETCD_PATRONI_PASSWORD"]})
+    token = json.loads(body).get("token", "") if status == 200 else ""
+    status, body = http("POST", f"{etcd}/v3/kv/range", {"key": service, "range_end": base64.b64encode(b"/service0")
+                                                        .decode()}, token=token)
+    check("etcd v3: read Patroni's keys as patroni", status == 200 and '"kvs"' in body, str(status))
+    status, body = http("POST", f"{etcd}/v3/kv/put", {"key": base64.b64encode(b"/elsewhere").decode(),
+                                                      "value": base64.b64encode(b"1").decode()}, token=token)
+    check("etcd v3: patroni writing outside /service/", status != 200, f"{status} {body[:60]}")
+
+    for port in (*REDIS_PORTS, *SENTINEL_PORTS):
+        kind = "Sentinel" if port in SENTINEL_PORTS else "Redis"
+        password = secrets["SENTINEL_PASSWORD"] if kind == "Sentinel" else secrets["REDIS_PASSWORD"]
+        question = ["SENTINEL", "get-master-addr-by-name", MASTER_NAME] if kind == "Sentinel" else ["PING"]
+        try:
+            without, wrong, _, with_it = resp(port, question, ["AUTH", "wrong"], ["AUTH", password], question)
+        except OSError as error:
+            check(f"{kind} {port}: answers", False, type(error).__name__)
+            continue
+        check(f"{kind} {port}: {question[0]} without the password", without.startswith("-NOAUTH"), without[:40])
+        check(f"{kind} {port}: a wrong password", wrong.startswith("-WRONGPASS"), wrong[:40])
+        check(f"{kind} {port}: with the password", not with_it.startswith(("-NOAUTH", "-WRONGPASS", "-ERR")),
+              with_it[:40])
+
+    userlist = (CLUSTER / "pgbouncer" / "userlist.txt").read_text()
+    check("PgBouncer's userlist: a SCRAM verifier, not the password",
+          "SCRAM-SHA-256$" in userlist and secrets["APP_DB_PASSWORD"] not in userlist, "")
+
+    # Every service as its own unprivileged user; no secret on any process's command line.
+    for pidfile in sorted((CLUSTER / "pids").glob("*.pid")):
+        name = pidfile.stem
+        try:
+            pid = recorded_pid(name)
+            owner = Path(f"/proc/{pid}").stat().st_uid
+        except (OSError, RuntimeError, ValueError) as error:
+            check(f"{name}: running", False, type(error).__name__)
+            continue
+        user = pwd.getpwuid(owner).pw_name
+        expected = SERVICE_USERS[name.split("-")[0]]
+        check(f"{name}: runs as {'/'.join(expected)}", owner != 0 and user in expected, user)
+    exposed = []
+    values = [value for key, value in secrets.items() if value]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if any(value in line for value in values):
+                exposed.append(entry.name)
+    check("no generated secret on any process's command line", not exposed, f"pids {exposed}" if exposed else "")
+    # The files holding credentials: mode 600, each its service user's (the generated list: root's).
+    for path, owners in (("secrets/secrets.env", ("root",)), ("daphne/app.env", ("agentmemory",)),
+                         ("node1/patroni.yml", ("postgres",)), ("node2/patroni.yml", ("postgres",)),
+                         ("pgbouncer/userlist.txt", ("postgres",)), ("redis-6391/redis.conf", ("redis",)),
+                         ("sentinel-26391/sentinel.conf", ("redis",))):
+        info = (CLUSTER / path).stat()
+        user = pwd.getpwuid(info.st_uid).pw_name
+        check(f"{path}: mode 600, {'/'.join(owners)}'s", info.st_mode & 0o777 == 0o600 and user in owners,
+              f"{info.st_mode & 0o777:o} {user}")
+
+    for what, ok, saw in results:
+        log(f"  {'ok  ' if ok else 'FAIL'} {what}" + (f" ({saw})" if saw and not ok else ""))
+    failed = [what for what, ok, _ in results if not ok]
+    log(f"  {len(results) - len(failed)} of {len(results)} checks hold"
+        + (f"; FAILED: {len(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 # --- people -----------------------------------------------------------------------
@@ -977,7 +1215,11 @@ def main() -> int:
                              "(0: don't)")
     parser.add_argument("--kills", type=int, default=20, help="worker-kill: how many kills")
     parser.add_argument("--kill-every", type=float, default=2.0, help="worker-kill: seconds between kills")
+    parser.add_argument("--check-auth", action="store_true",
+                        help="run no drill: check every control plane refuses a request without its credential")
     args = parser.parse_args()
+    if args.check_auth:
+        return check_auth()
     names = [n for part in [*args.drill, *args.drills.split(",")] for n in part.split(",") if n.strip()]
     names = [n.strip() for n in names] or ["leader-kill"]
     if names == ["all"]:
