@@ -131,15 +131,6 @@ async def test_a_sensitive_value_the_model_stores_is_refused(user, scripted_mode
     assert await nothing_kept(user, value)
 
 
-async def test_an_ordinary_statement_is_still_offered(user, scripted_model):
-    # The other side of the rules above: the question itself still works.
-    scripted_model.push(text("Nice."))
-
-    result = await run_turn(user=user, content="I use Neovim as my editor.")
-
-    assert result.memory.status == "proposed" and result.memory.proposal_id is not None
-
-
 @pytest.fixture
 def tidy_model(settings):
     with ScriptedServer() as server:
@@ -159,8 +150,8 @@ def test_make_room_never_offers_a_sensitive_value_again(user, tidy_model):
     tidy_model.push(Say("Uses vim for all editing. [1,2]\nDeploys to staging on Fridays. [3]"))
 
     proposal_id = tidy.propose(user_id=user.pk, target="memory",
-                               pending=["Bank PIN: 4821", "Uses Neovim as the editor."])
+                               pending=["Vault code 48213579", "Uses Neovim as the editor."])
 
     [proposal] = [p for p in proposals.pending(user_id=user.pk) if p.id == proposal_id]
     assert [op.content for op in proposal.operations if op.action == "add"] == ["Uses Neovim as the editor."]
-    assert not MemoryProposal.objects.filter(user=user, operations__icontains="4821").exists()
+    assert not MemoryProposal.objects.filter(user=user, operations__icontains="48213579").exists()
