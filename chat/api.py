@@ -103,7 +103,7 @@ TURN_EXAMPLES = [
         "Memory committed",
         value={
             "turn_id": "4f1c0b6e2a9d4c77b1e0c3a5d6f7e8a9", "conversation_id": 12, "temporary": False, "message_id": 87,
-            "reply": "Done: I added that to my notes. It is saved when this reply completes.",
+            "reply": "Done: I added that to my notes.",
             "model": "gpt-4o-mini",
             "memory": {"status": "committed", "message": "Memory saved.", "operation_count": 1,
                        "changed": ["memory"], "usage": _USAGE_EXAMPLE, "code": "", "memory_full": False, "proposal_id": None},  # noqa: E501 (OpenAPI example literal)

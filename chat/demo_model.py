@@ -406,13 +406,14 @@ def confirmation(result: dict, operation: dict | None) -> str:
     where = "your profile" if target == "user" else "my notes"
     did = {"add": "added that to", "remove": "removed that from", "replace": "corrected that in"}[action]
     usage = (result.get("usage") or {}).get(target, "")
-    suffix = f" ({where} will be at {usage})" if usage else ""
+    suffix = f" {where[0].upper()}{where[1:]} will be at {usage}." if usage else ""
     if "proposed to them, not saved" in (result.get("message") or ""):
         # "Ask before saving": the person saves or discards the change; the model must not claim it saved.
         offer = {"add": "adding that to", "remove": "removing that from", "replace": "correcting that in"}[action]
         where = "your profile" if target == "user" else "your notes"
         return f"I proposed {offer} {where}. Nothing is saved until you choose Save."
-    return f"Done: I {did} {where}. It is saved when this reply completes{suffix}."
+    # The chat's memory line under the reply says whether it was saved: the reply does not say it twice.
+    return f"Done: I {did} {where}.{suffix}"
 
 
 def search_answer(result: dict) -> str:

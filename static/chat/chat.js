@@ -316,7 +316,9 @@
         break;
       case "tool":
         if (!running || frame.turn_id !== running.turnId) break;
-        running.notes.appendChild(el("p", "tool-note", frame.message));
+        const note = el("p", "tool-note", frame.message);
+        if (frame.tool) note.setAttribute("data-tool", frame.tool);
+        running.notes.appendChild(note);
         break;
       case "turn_completed":
         if (!running || frame.turn_id !== running.turnId) break;
@@ -375,9 +377,14 @@
     return text;
   }
 
+  // One memory line per answer: the outcome, once the reply completed, takes
+  // the place of the memory tool's progress notes ("1 change ready, saved when
+  // this reply completes"); other tools' notes (a search) stay.
   function appendOutcome(notes, memory) {
     const line = outcomeLine(memory);
-    if (line) notes.appendChild(line);
+    if (!line) return;
+    notes.querySelectorAll('.tool-note[data-tool="memory_update"]').forEach(function (note) { note.remove(); });
+    notes.appendChild(line);
   }
 
   function addNotice(text) {

@@ -19,7 +19,19 @@ from playwright.sync_api import expect
 
 from agentmemory import expiry, review
 
-from .helpers import make_person, mark_document, open_memory_page, orm, same_document, seed, sign_in, snapshot_of
+from .helpers import (
+    make_person,
+    mark_document,
+    open_memory_page,
+    orm,
+    same_document,
+    seed,
+    send,
+    sign_in,
+    snapshot_of,
+    wait_for_reply,
+    wait_until_connected,
+)
 from .ui_helpers import SIZES, assert_no_axe_violations, context_at, sideways_overflow
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -129,4 +141,22 @@ def test_every_memory_page_form_with_javascript_on(new_context, size):
     fits(page)
     assert_no_axe_violations(page, "the memory page in German")
 
+    assert problems == [], f"CSP violations or script errors: {problems}"
+
+
+def test_a_remember_answer_has_one_memory_line(new_context):
+    make_person("finn", "pw-finn-123")
+    page = new_context().new_page()
+    problems = watch(page)
+    sign_in(page, "finn", "pw-finn-123")
+    wait_until_connected(page)
+    send(page, "remember: The build server is called osprey-5512")
+    reply = wait_for_reply(page)
+    # Not the reply's "It is saved when this reply completes", the tool's "1 change ready, saved when
+    # this reply completes" and the outcome together: the outcome alone says what became of memory.
+    expect(reply.locator(".outcome")).to_have_count(1)
+    expect(reply.locator(".outcome")).to_contain_text("Memory saved")
+    expect(reply.locator(".tool-note")).to_have_count(0)
+    expect(reply.locator(".message-body")).not_to_contain_text("saved when this reply completes")
+    assert_no_axe_violations(page, "the chat after a remember")
     assert problems == [], f"CSP violations or script errors: {problems}"

@@ -76,7 +76,8 @@ def test_the_chat_and_the_memory_page_in_german(new_context):
 
     expect(reply.locator(".message-role")).to_have_text("Assistent")
     expect(page.locator(".message-user .message-role").last).to_have_text("Sie")
-    expect(reply.locator(".tool-note").first).to_contain_text("Gedächtnis:")  # the server's words, in German
+    # One memory line per answer: the outcome (the server's words, in German) took the tool note's place.
+    expect(reply.locator('.tool-note[data-tool="memory_update"]')).to_have_count(0)
     outcome = reply.locator(".outcome").first
     expect(outcome).to_be_visible()
     expect(outcome).not_to_contain_text("Memory saved")
