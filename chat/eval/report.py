@@ -197,7 +197,7 @@ python manage.py memory_eval --half held-out --gate off   # the same half with t
 make eval EVAL_WRITE= EVAL_ARGS="--language de"  # only the German scenarios, without updating this file
 ```
 
-`--gate on|off` runs with the gate (`agentmemory/gate.py`, trusted judgement
+`--gate on|off` runs with the gate (`agentmemory/gate/`, trusted judgement
 of each staged change: AGENTMEMORY `GATE`, env `AGENTMEMORY_GATE`) switched
 on or off for the run; without it the setting in force is used. A run with
 the gate off has its own section (", gate off") and History rows say so.
