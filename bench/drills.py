@@ -1118,7 +1118,7 @@ def run_drill(name: str, args) -> int:
     log(f"  saved, by detail: {figures['saved_by_detail']}; said announced, but no live update seen: "
         f"{figures['said_announced_but_no_live_update']}")
     log(f"  workers' /readyz while not ready (polled every 0.5 s): {json.dumps(figures['readyz_not_ready'])}")
-    log(f"  outcomes: {out.relative_to(ROOT)}")
+    log(f"  outcomes: {out}")
     problems = fault.ok()
     if lost:
         problems.append("acknowledged saves lost")

@@ -49,8 +49,8 @@ SENTINEL_PORTS=(26391 26392 26393)
 export DAPHNE1_PORT=8101 DAPHNE2_PORT=8102 DAPHNE3_PORT=8103
 DAPHNE_PORTS=("$DAPHNE1_PORT" "$DAPHNE2_PORT" "$DAPHNE3_PORT")
 # Patroni's timing (deploy/patroni.yml; docs/scaling.md, "Choosing the ttl").
-export PATRONI_TTL=${PATRONI_TTL:-20} PATRONI_LOOP_WAIT=${PATRONI_LOOP_WAIT:-2}
-export PATRONI_RETRY_TIMEOUT=${PATRONI_RETRY_TIMEOUT:-5}
+export PATRONI_TTL=${PATRONI_TTL:-10} PATRONI_LOOP_WAIT=${PATRONI_LOOP_WAIT:-2}
+export PATRONI_RETRY_TIMEOUT=${PATRONI_RETRY_TIMEOUT:-4}
 # Stop order: the workers first, etcd last.
 STOP_ORDER=(daphne-8103 daphne-8102 daphne-8101 haproxy pgbouncer sentinel-26393 sentinel-26392
   sentinel-26391 redis-6392 redis-6391 patroni-node2 patroni-node1 etcd)
