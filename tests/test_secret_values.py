@@ -190,3 +190,21 @@ def test_a_secret_given_in_a_url_encoded_tool_result_is_still_read_as_given():
     assert "swordfish99" in secret_values("Home wifi password is swordfish99")
     assert Spellings.of(secret_values("Home wifi password is swordfish99")).found_in(
         "Home wifi: " + quote("swordfish99 ", safe=""))
+
+
+def test_a_message_read_before_is_not_read_again_and_the_memory_of_them_is_bounded():
+    from agentmemory.gate import secrets as gate_secrets
+
+    read = gate_secrets._ReadMessages(2)
+    calls = []
+    real = gate_secrets.text_secrets
+    gate_secrets.text_secrets = lambda text: calls.append(1) or real(text)
+    try:
+        for text in ("Home wifi password is swordfish99", "Home wifi password is swordfish99", "hi", "hello"):
+            read.secrets(text)
+        assert read.secrets("hello") == ()
+    finally:
+        gate_secrets.text_secrets = real
+    assert len(calls) == 3  # the repeat and the last "hello" were not read again
+    assert len(read._read) == 2
+    assert "swordfish99" in read.secrets("Home wifi password is swordfish99")

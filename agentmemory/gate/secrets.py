@@ -15,8 +15,11 @@ import and Tidy up offer nothing the model may not store.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -76,15 +79,52 @@ def source_text(message: Mapping) -> str:
     return text
 
 
+def text_secrets(text: str) -> tuple[str, ...]:
+    """The values one message's text presents as secrets (long enough to be looked for)."""
+    return tuple(value for value in (*secret_values(text), *_loose_secrets(text))
+                 if sum(c.isalnum() for c in value) >= MIN_FRAGMENT)
+
+
+class _ReadMessages:
+    """What each message read lately presented as secrets, by a digest of its text.
+
+    A long chat hands every turn its whole history, and the newest message is
+    the only one not read before: reading the rest again cost about 0.1 ms a
+    message (the scan's credential readers). Bounded (least recently used
+    first out), per process; it keeps a digest and the values, which the
+    chat's stored history holds anyway, never the text.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._read: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def secrets(self, text: str) -> tuple[str, ...]:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            found = self._read.get(key)
+            if found is not None:
+                self._read.move_to_end(key)
+                return found
+        found = text_secrets(text)
+        with self._lock:
+            self._read[key] = found
+            if len(self._read) > self.size:
+                self._read.popitem(last=False)
+        return found
+
+
+READ_MESSAGES = _ReadMessages(4096)
+
+
 def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
     """Every value a message the person wrote or a tool result presented as a secret, oldest first."""
     secrets: dict[str, None] = {}  # ordered, without repeats
     for message in messages:
         if str(message.get("role") or "") in SOURCE_ROLES:
-            text = source_text(message)
-            for value in (*secret_values(text), *_loose_secrets(text)):
-                if sum(c.isalnum() for c in value) >= MIN_FRAGMENT:
-                    secrets.setdefault(value)
+            for value in READ_MESSAGES.secrets(source_text(message)):
+                secrets.setdefault(value)
     return tuple(secrets)
 
 

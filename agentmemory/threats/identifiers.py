@@ -84,8 +84,15 @@ _LABELLED = re.compile(
 MIN_LABELLED_DIGITS = 5
 
 
+# Every identifier holds this many digits (a labelled one at least MIN_LABELLED_DIGITS, the shapes more):
+# a text with fewer is not read further (most messages have none).
+_ENOUGH_DIGITS = re.compile(r"\d(?:\D*\d){4}")
+
+
 def identifier_values(text: str) -> Iterator[tuple[int, str]]:
     """(offset, value) of every sensitive identifier in `text` (NFKC text; as written)."""
+    if not _ENOUGH_DIGITS.search(text):
+        return
     for match in _LABELLED.finditer(text):
         value = match.group("value")
         if sum(c.isdigit() for c in value) >= MIN_LABELLED_DIGITS:

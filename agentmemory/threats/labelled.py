@@ -96,8 +96,20 @@ MIN_DIGITS = 3  # a PIN, code or combination has at least this many digits
 _TRAILING = ".!?)\"'”’»"
 
 
+# A piece of every label above: a text with none of them is not read further (most messages have none).
+_ANCHORS = (
+    "pin", "puk", "code", "codig", "códig", "codic", "combina", "kombination", "zahlenschloss", "geheim", "answer",
+    "antwort", "ponse", "respuesta", "risposta", "resposta", "antwoord", "maiden", "name meiner", "jeune fille",
+    "soltera", "nubile", "meisjesnaam", "memorable", "pass", "pwd", "kennwort", "contrase", "clave", "senha",
+    "wachtwoord", "parola", "wifi", "wlan", "netzwerkschl",
+)
+
+
 def labelled_values(text: str) -> Iterator[tuple[int, str]]:
     """(offset, value) of every PIN, code, combination, security answer and password a label names in `text`."""
+    folded = text.lower()
+    if not any(anchor in folded for anchor in _ANCHORS):
+        return
     for match in _NUMBERS.finditer(text):
         if match.group("words") and not match.group("connector"):
             continue  # "pin it to 1.2": words, and nothing says what follows is the PIN
