@@ -88,6 +88,11 @@ _START_FILES = (
     r"|copilot-instructions\.md|soul\.md|user\.md|memory\.md|\.hermes/|\.claude/settings|\.codex/config"
     r"|\.cursor/rules)"
 )
+# Where a link starts, read as a person, a model or a lenient renderer reads it: any scheme ("https://",
+# "hxxp://"), a protocol-relative "//", "www.", or a bare host (a top-level name of letters) right before
+# its path, query, fragment or port. A URL without its scheme is the same URL.
+_LINK = (r"(?:[a-z][a-z0-9+.-]{0,15}://|//|\bwww\d{0,3}\.|(?<![\w@./-])[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}"
+         r"\.[a-z]{2,24}(?=[/?#]|:\d))")
 _CONVERSATION = (
     r"(?:the |this |our |my |your |all |every |each |any |entire |whole |full |complete |previous |earlier |past )*"
     r"(?:conversations?(?: history| log| logs| transcripts?)?|chat (?:history|log|logs|transcripts?)"
@@ -384,12 +389,12 @@ PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|system prompt|your instructions|hidden instructions|passwords?|secrets?|credentials?|tokens?|api keys?"
          r"|cookies"
          r"|session|every (?:message|reply|response|answer))\b[^\n]{0,80}?\b(?:to|into|via|at)\b"
-         r"[^\n]{0,20}?(?:https?://|ftp://|webhook|[\w.+-]+@[\w-]+\.)"),
+         r"[^\n]{0,20}?(?:" + _LINK + r"|webhook|[\w.+-]+@[\w-]+\.)"),
         (EXFILTRATION,
          _DIRECTIVE + r"(?:send|post|upload|forward|transmit|exfiltrate|report|beacon|mirror|stream|pipe) "
          r"(?:\S+ ){0,3}?(?:results?|outputs?|data|everything|all|it|them|this|replies|answers|responses|findings"
          r"|files|logs|contents|details|info|information|summar(?:y|ies)|copies|a copy)\b[^\n]{0,80}?\b(?:to|at)"
-         r" (?:https?://|ftp://|[\w.+-]+@[\w-]+\.)"),
+         r" (?:" + _LINK + r"|[\w.+-]+@[\w-]+\.)"),
         (EXFILTRATION,
          r"\b(?:include|append|embed|attach|add|put|encode|insert)\b (?:\S+ ){0,2}?"
          r"(?:conversation|chat history|chat log|full chat|message history|transcript|system prompt"
@@ -406,9 +411,9 @@ PHRASES: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
          r"|session)\b(?: \S+){0,3}? (?:with|to|into|in) (?:an? |the |any |every |each |your )?(?:external"
          r"|third[- ]party|outside|other|remote|another|public|https?://|reply|replies|answer|answers|response"
          r"|responses)"),
-        (EXFILTRATION, r"!?\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]{0,500}?(?:\{|\$|%7b|<)"),
+        (EXFILTRATION, r"!?\[[^\]\n]{0,200}\]\(\s*" + _LINK + r"[^)\s]{0,500}?(?:\{|\$|%7b|<)"),
         (EXFILTRATION,
-         r"https?://[^\s]{0,300}?(?:\{\{?|\$\{|%7b(?:%7b)?|<)\s*(?:\w+[ ._-]?){0,3}?(?:conversation|chat|history"
+         _LINK + r"[^\s]{0,300}?(?:\{\{?|\$\{|%7b(?:%7b)?|<)\s*(?:\w+[ ._-]?){0,3}?(?:conversation|chat|history"
          r"|messages?|memory|memories|secret|token|password|key|user|prompt|context|transcript|email|cookie"
          r"|session)"),
     )

