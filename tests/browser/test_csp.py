@@ -1,7 +1,8 @@
 """The pages work under the Content-Security-Policy (django-csp, config/settings.py).
 
 A person signs in, chats (the socket is `connect-src 'self'`), opens the
-memory page, the API docs and, as staff, the admin; Chromium reports every
+memory page, the API docs and, as staff, the admin, its review queue (with a
+change to judge) and the write-quality dashboard; Chromium reports every
 CSP violation on the console ("Refused to ... Content Security Policy"),
 and there must be none.
 """
@@ -10,6 +11,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
+
+from agentmemory import store
+from agentmemory.models import Actor
+from agentmemory.rules import Operation
 
 from .helpers import make_person, open_memory_page, orm, send, sign_in, wait_for_reply, wait_until_connected
 
@@ -44,5 +49,17 @@ def test_every_page_works_under_the_content_security_policy(new_context):
     expect(page.locator("#site-name")).to_be_visible()
     page.goto("/admin/auth/user/")
     expect(page.locator("#result_list")).to_be_visible()
+
+    # The review queue shows a change with its entries (their line breaks kept by a stylesheet).
+    dora = make_person("dora", "pw-dora-123")
+    orm(lambda: store.commit_operations(
+        user_id=dora.pk, operations=[Operation(target="memory", action="add", content="Walks to work\non Mondays")],
+        actor=Actor.AGENT, origin={"conversation_id": 1, "turn_id": "t1", "model": "small-model"}))
+    page.goto("/admin/agentmemory/writereview/queue/")
+    entry = page.locator(".review-entries li").first
+    expect(entry).to_be_visible()
+    assert entry.evaluate("node => getComputedStyle(node).whiteSpace") == "pre-wrap"
+    page.goto("/admin/agentmemory/writereview/dashboard/")
+    expect(page.locator("#review-figures")).to_be_visible()
 
     assert violations == []

@@ -4,7 +4,8 @@ A reviewer holding `review_memory_writes` and `view_memory_content` judges
 a sampled change with the keyboard only (each verdict has a key, 1 to 5);
 the person then reads on their memory page that support flagged an entry,
 and in History that support staff reviewed an entry. The queue and the
-dashboard pass axe-core with zero violations.
+dashboard pass axe-core with zero violations, at desktop and phone widths,
+with the site's Content-Security-Policy on and no violation of it.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from agentmemory.models import Actor, WriteReview
 from agentmemory.rules import Operation
 
 from .helpers import make_person, orm, sign_in
-from .ui_helpers import assert_no_axe_violations
+from .ui_helpers import SIZES, assert_no_axe_violations, context_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,14 +38,18 @@ def make_reviewer(username: str, password: str):
     return reviewer
 
 
-def test_a_reviewer_judges_by_keyboard_and_the_person_is_told(daphne_server, new_context):
+@pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
+def test_a_reviewer_judges_by_keyboard_and_the_person_is_told(daphne_server, new_context, size):
     alice = make_person("alice", "pw-alice-123")
     orm(lambda: store.commit_operations(
         user_id=alice.pk, operations=[Operation(target="memory", action="add", content=f"Door code {FLAGGED}")],
         actor=Actor.AGENT, origin={"conversation_id": 3, "turn_id": "t1", "model": "small-model"}))
     make_reviewer("support", "pw-support-123")
 
-    staff = new_context(bypass_csp=True).new_page()
+    staff = context_at(new_context, size).new_page()
+    violations: list[str] = []
+    staff.on("console", lambda message: violations.append("csp")
+             if "Content Security Policy" in message.text else None)
     sign_in(staff, "support", "pw-support-123")
     staff.goto("/admin/agentmemory/writereview/queue/")
     expect(staff.locator(".review-entries")).to_contain_text(FLAGGED)
@@ -60,8 +65,9 @@ def test_a_reviewer_judges_by_keyboard_and_the_person_is_told(daphne_server, new
     expect(staff.locator("#review-figures tbody")).to_contain_text("small-model")
     assert FLAGGED not in staff.content()
     assert_no_axe_violations(staff, "the write-quality dashboard")
+    assert violations == [], "the queue and the dashboard keep to the Content-Security-Policy"
 
-    person = new_context(bypass_csp=True).new_page()
+    person = context_at(new_context, size).new_page()
     sign_in(person, "alice", "pw-alice-123")
     person.goto("/memory/")
     notice = person.locator(".memory-review-notice")
