@@ -80,6 +80,7 @@ def main() -> None:
     latest_messages = [message for messages in MESSAGES.values() for message in messages]
     cpu: list[float] = []
     wall: list[float] = []
+    kinds: dict[bool, list[float]] = {True: [], False: []}
     load = os.getloadavg()[0]
     for round_ in range(ROUNDS):
         for latest in latest_messages:
@@ -88,6 +89,7 @@ def main() -> None:
             start, start_cpu = time.perf_counter(), time.thread_time()
             one_turn(messages, latest, called=round_ % 2 == 0)
             cpu.append((time.thread_time() - start_cpu) * 1000)
+            kinds[round_ % 2 == 0].append(cpu[-1])
             wall.append((time.perf_counter() - start) * 1000)
     for name, timings in (("CPU", cpu), ("wall", wall)):
         timings.sort()
@@ -95,6 +97,10 @@ def main() -> None:
         p99 = timings[int(len(timings) * 0.99)]
         print(f"gate per turn ({name}), {HISTORY} messages of history, {len(timings)} turns, load {load:.1f}: "
               f"p50 {statistics.median(timings):.3f} ms, p95 {p95:.3f} ms, p99 {p99:.3f} ms")
+    for called, timings in kinds.items():
+        timings.sort()
+        print(f"  CPU, {'the model staged two adds' if called else 'no memory call (the offer read)'}: "
+              f"p50 {statistics.median(timings):.3f} ms, p95 {timings[int(len(timings) * 0.95)]:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -174,8 +174,9 @@ def _own_words(clause: str) -> str | None:
 def _offer(entries, sources: TurnSources) -> list[str]:
     offered: list[str] = []
     for entry in entries:
-        if (entry is None or entry in offered or scan_entry(entry) is not None or withheld(entry, sources)
-                or states_nothing(entry, sources) or entry_reason(entry, sources)):
+        # The scans last: most refused entries are refused by a rule that costs microseconds.
+        if (entry is None or entry in offered or states_nothing(entry, sources) or entry_reason(entry, sources)
+                or scan_entry(entry) is not None or withheld(entry, sources)):
             continue
         offered.append(entry)
         if len(offered) == MAX_UNSAVED:
