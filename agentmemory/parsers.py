@@ -11,6 +11,8 @@ this project's REST_FRAMEWORK names it as the default for every other route.
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.formats import number_format
+from django.utils.translation import gettext
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.utils import json as drf_json
@@ -31,8 +33,9 @@ class BodyTooLarge(ParseError):
 
 
 def too_large_message() -> str:
-    return (f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes "
-            "(DATA_UPLOAD_MAX_MEMORY_SIZE); send less.")
+    """In the request's language, the limit grouped as the language writes numbers ("1.048.576 Bytes")."""
+    return gettext("The request body is larger than %(limit)s bytes (DATA_UPLOAD_MAX_MEMORY_SIZE); send less.") % {
+        "limit": number_format(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0, force_grouping=True)}
 
 
 class BoundedJSONParser(JSONParser):

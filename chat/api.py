@@ -29,6 +29,7 @@ from adrf.views import APIView as AsyncAPIView
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import Http404
+from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions
@@ -209,7 +210,7 @@ class TurnLimitsMixin:
             wait = int(exc.wait or 1)
             response.data = {"code": "rate_limited", "retry_after": wait,
                              "detail": gettext("Too many turns in a short time; try again in %(seconds)s seconds.")
-                             % {"seconds": f"{wait:,}"}}
+                             % {"seconds": number_format(wait, force_grouping=True)}}
             response["Retry-After"] = str(wait)
         return response
 
@@ -285,7 +286,7 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             return Response(
                 {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                  "detail": gettext("You already have %(count)s turns running; wait for one to finish, then send "
-                                   "again.") % {"count": f"{settings.CHAT_MAX_CONCURRENT_TURNS:,}"}},
+                                   "again.") % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS, force_grouping=True)}},
                 status=429, headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
             )
         completed: list[TurnResult] = []  # the result, once the turn is complete (even if cancelled after)
@@ -423,6 +424,13 @@ class ConversationDetailView(generics.RetrieveDestroyAPIView):
 
     def get_queryset(self):
         return Conversation.objects.filter(user=self.request.user)
+
+    def get_object(self):
+        conversation = self.get_queryset().filter(pk=self.kwargs["pk"]).first()
+        if conversation is None:
+            raise NotFound(gettext("No conversation of yours has this id."), code="not_found")
+        self.check_object_permissions(self.request, conversation)
+        return conversation
 
     def perform_destroy(self, instance):
         retention.delete_conversations(Conversation.objects.filter(pk=instance.pk, user=self.request.user))

@@ -44,6 +44,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils import translation
+from django.utils.formats import number_format
 from django.utils.translation import gettext
 
 from agentmemory.notify import group_name
@@ -136,7 +137,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self._end("too_many_sockets",
                         gettext("You have more than %(count)s chat pages open; this one, the oldest, was closed. "
                                 "Close other pages, then reload this one.")
-                        % {"count": f"{settings.CHAT_MAX_SOCKETS_PER_PERSON:,}"},
+                        % {"count": number_format(settings.CHAT_MAX_SOCKETS_PER_PERSON, force_grouping=True)},
                         CLOSE_TOO_MANY_SOCKETS, registered=False)
 
     async def _end(self, code: str, message: str, close_code: int, *, registered: bool = True) -> None:
@@ -257,13 +258,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({
                 "type": "error", "code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                 "message": gettext("You already have %(count)s turns running in other pages; wait for one to "
-                                   "finish, then send again.") % {"count": f"{settings.CHAT_MAX_CONCURRENT_TURNS:,}"},
+                                   "finish, then send again.") % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS, force_grouping=True)},
             })
             return None
         await self._send({
             "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
             "message": gettext("Too many turns in a short time; nothing was sent to the model. "
-                               "Try again in %(seconds)s seconds.") % {"seconds": f"{decision.retry_after:,}"},
+                               "Try again in %(seconds)s seconds.") % {"seconds": number_format(decision.retry_after, force_grouping=True)},
         })
         return None
 

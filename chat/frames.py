@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from .serializers import MESSAGE_TOO_LONG, TEMPORARY_HAS_NO_CONVERSATION, TurnRequestSerializer
@@ -73,7 +74,7 @@ def parse_client_frame(text: str | None, *, max_chars: int) -> UserMessage | Can
         raise FrameError("binary_frame", _("Send text frames holding JSON objects."))
     if len(text) > max_chars * ESCAPE_FACTOR + FRAME_OVERHEAD_CHARS:
         raise FrameError("frame_too_large", _("The frame is too large; messages hold at most {limit} characters.")
-                         .format(limit=f"{max_chars:,}"))
+                         .format(limit=number_format(max_chars, force_grouping=True)))
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep

@@ -7,6 +7,7 @@ into error frames by their codes (`MESSAGE_EMPTY`, `MESSAGE_TOO_LONG`,
 `TEMPORARY_HAS_NO_CONVERSATION` and DRF's own).
 """
 from django.conf import settings
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
@@ -52,7 +53,7 @@ class EvalTurnRequestSerializer(serializers.Serializer):
         if len(value) > limit:
             raise serializers.ValidationError(
                 _("The message has {count} characters; the limit is {limit}. Shorten it.").format(
-                    count=f"{len(value):,}", limit=f"{limit:,}"
+                    count=number_format(len(value), force_grouping=True), limit=number_format(limit, force_grouping=True)
                 ),
                 code=MESSAGE_TOO_LONG,
             )

@@ -28,6 +28,7 @@ from io import BytesIO
 from daphne.http_protocol import WebRequest
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
 from django.utils.translation import gettext, gettext_noop
 from rest_framework import status
 from rest_framework.exceptions import ErrorDetail, ParseError
@@ -52,6 +53,8 @@ DATABASE_DOWN_AT_SIGN_IN = gettext_noop("The database did not answer while your 
                                         "nothing was done. Try again in a minute.")
 DATABASE_DOWN = gettext_noop("The database did not answer, so this request could not be completed. Try again in a "
                              "minute; your memory page shows what is stored.")
+NOT_FOUND = gettext_noop("Nothing of yours is at this address.")
+NOT_JSON = gettext_noop("The request body is not valid JSON; send a JSON object.")
 SERVER_ERROR = gettext_noop("Something went wrong on our side, so this request could not be completed; nothing was "
                             "changed. Try again later, and tell us if it keeps happening.")
 
@@ -100,11 +103,17 @@ def api_exception_handler(exc, context):
     response = exception_handler(exc, context)
     if response is None:
         return unexpected_error(exc, context)
-    if isinstance(exc, ParseError) and isinstance(response.data, dict):
-        detail = response.data.get("detail")
-        if set(response.data) == {"detail"} and isinstance(detail, ErrorDetail):
-            response.data = {"code": "invalid_json" if detail.code == "parse_error" else detail.code,
-                             "detail": str(detail)}
+    if isinstance(response.data, dict) and "detail" in response.data and "code" not in response.data:
+        # Every error a person may read carries a code, and its sentence in the request's language: DRF's own
+        # sentences are translated by DRF; Django's Http404 ("No Conversation matches the given query.") and
+        # the JSON decoder's message are not, and are replaced.
+        detail = response.data["detail"]
+        code = detail.code if isinstance(detail, ErrorDetail) else "error"
+        if isinstance(exc, Http404):
+            code, detail = "not_found", gettext(NOT_FOUND)
+        elif isinstance(exc, ParseError) and code == "parse_error":
+            code, detail = "invalid_json", gettext(NOT_JSON)
+        response.data = {**response.data, "code": code, "detail": str(detail)}
     return response
 
 

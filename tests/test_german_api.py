@@ -1,0 +1,73 @@
+"""German everywhere a person reads the API (issue 54): numbers grouped as the language writes them ("8.001
+Zeichen", not "8,001"), and every error's `detail` in the request's language with a `code`."""
+import json
+
+import pytest
+from django.test import override_settings
+from django.utils import translation
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from chat.frames import FrameError, parse_client_frame
+
+
+def client_for(user, language) -> APIClient:
+    client = APIClient(HTTP_ACCEPT_LANGUAGE=language)
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+def both(user, call):
+    """The response in English and in German."""
+    return call(client_for(user, "en")), call(client_for(user, "de"))
+
+
+@override_settings(CHAT_MAX_MESSAGE_CHARS=8000, CHAT_TURN_RATE="1000/min")
+def test_a_too_long_message_counts_in_german_digits(user):
+    english, german = both(user, lambda client: client.post(
+        "/api/chat/turns/", {"content": "x" * 8001, "conversation_id": None}, format="json"))
+    assert english.status_code == german.status_code == 400
+    assert "8,001" in json.dumps(english.json()) and "8,000" in json.dumps(english.json())
+    assert "8.001" in json.dumps(german.json(), ensure_ascii=False)
+    assert "8.000" in json.dumps(german.json(), ensure_ascii=False)
+    assert "8,001" not in json.dumps(german.json())
+
+
+def test_a_frame_too_large_says_its_limit_in_german_digits():
+    with translation.override("de"), pytest.raises(FrameError) as refused:
+        parse_client_frame("x" * 200_000, max_chars=8000)
+    assert "8.000" in str(refused.value.message) and "8,000" not in str(refused.value.message)
+
+
+@pytest.mark.parametrize("call, status, code", [
+    (lambda client: client.get("/api/conversations/99999/"), 404, "not_found"),
+    (lambda client: client.delete("/api/conversations/99999/"), 404, "not_found"),
+    (lambda client: client.get("/api/conversations/99999/messages/"), 404, "not_found"),
+    (lambda client: client.post("/api/chat/turns/", "{not json", content_type="application/json"), 400,
+     "invalid_json"),
+    (lambda client: client.put("/api/conversations/"), 405, "method_not_allowed"),
+])
+def test_every_error_detail_is_translated_and_carries_a_code(user, call, status, code):
+    english, german = both(user, call)
+    assert english.status_code == german.status_code == status
+    assert english.json()["code"] == german.json()["code"] == code
+    assert english.json()["detail"] and german.json()["detail"] != english.json()["detail"]
+    assert "No Conversation matches" not in english.json()["detail"]
+
+
+def test_not_signed_in_is_translated_with_a_code(db):
+    english, german = both(None, lambda client: client.get("/api/memory/"))
+    assert english.status_code == german.status_code
+    assert english.json()["code"] == german.json()["code"] == "not_authenticated"
+    assert german.json()["detail"] != english.json()["detail"]
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2048)
+def test_a_body_too_large_is_german_with_german_digits(user):
+    body = json.dumps({"operations": [{"target": "memory", "action": "add", "content": "y" * 5000}]})
+    english, german = both(user, lambda client: client.post("/api/memory/operations/", body,
+                                                            content_type="application/json"))
+    assert english.json()["code"] == german.json()["code"] == "body_too_large"
+    assert "2,048" in english.json()["detail"]
+    assert "2.048" in german.json()["detail"] and german.json()["detail"] != english.json()["detail"]
