@@ -1074,8 +1074,8 @@ def test_a_negated_term_stored_as_if_asserted_is_counted_and_the_scenario_not_me
                                         after=Snapshot(user=("Uses tabs, not spaces",)))))
     inverted = judge(observe(negation, turn(0, role="write", status="committed",
                                             after=Snapshot(user=("Uses tabs", "spaces")))))
-    asked = judge(observe(negation, turn(0, role="write", status="proposed",
-                                         proposals=(proposal(("user", "add", "Prefers spaces", "unsaved_statement")),))))
+    offer = proposal(("user", "add", "Prefers spaces", "unsaved_statement"))
+    asked = judge(observe(negation, turn(0, role="write", status="proposed", proposals=(offer,))))
     figures = score([kept, inverted, asked])
 
     assert (kept.met, inverted.met) == (True, False)  # the gain alone is met in both

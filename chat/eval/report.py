@@ -252,8 +252,10 @@ tuning half (66 scenarios, 75 turns a run) and 21 for the held-out half (59
 scenarios, 64 turns a run):
 
 ```sh
-make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half tuning --json artifacts/eval-tuning.json"
-make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b --runs 2 --half held-out --json artifacts/eval-held-out.json"
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b \\
+  --runs 2 --half tuning --json artifacts/eval-tuning.json"
+make eval EVAL_ARGS="--base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b \\
+  --runs 2 --half held-out --json artifacts/eval-held-out.json"
 ```
 
 How to read the figures:

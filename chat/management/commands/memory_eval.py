@@ -184,7 +184,8 @@ class Command(BaseCommand):
         parser.add_argument("--per-kind", type=int, default=0, metavar="N",
                             help="run only the first N scenarios of each kind (a quicker sample for slow models)")
         parser.add_argument("--half", default="", metavar="HALF",
-                            help=f"run one half of the suite, stratified by kind and language: {' or '.join(curation.HALVES)}")
+                            help="run one half of the suite, stratified by kind and language: "
+                                 f"{' or '.join(curation.HALVES)}")
         parser.add_argument("--language", action="append", default=[], metavar="CODE",
                             help="run only the scenarios in these languages (repeat or comma-separate), e.g. de")
         parser.add_argument("--gate", default="", choices=("", "on", "off"),
