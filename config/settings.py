@@ -10,6 +10,7 @@ from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from config import redis_sentinel
@@ -25,6 +26,15 @@ SECRET_KEY = env.str(
     "SECRET_KEY",
     default="insecure-local-development-key-change-me" if DEBUG else environ.Env.NOTSET,
 )
+# A key anyone can read (.env.example's, the development default above, Django's generated
+# "django-insecure-" ones) would let anyone forge sessions and signed values: outside DEBUG it
+# stops every start-up (runserver, daphne, manage.py), not only `check --deploy`.
+PLACEHOLDER_SECRET_KEYS = frozenset({"", "change-me", "insecure-local-development-key-change-me"})
+if not DEBUG and (SECRET_KEY.strip() in PLACEHOLDER_SECRET_KEYS or SECRET_KEY.startswith("django-insecure-")):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is a placeholder anyone can read (empty, 'change-me' from .env.example, or a development "
+        "key). Set it to a long random value, e.g. the output of "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))', or set DEBUG=1 on a development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Origins (scheme://host[:port], exact) allowed to open the chat socket, beside

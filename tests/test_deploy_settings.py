@@ -2,12 +2,14 @@
 clean for the documented settings, and credentials masked in error reports."""
 import json
 import os
+import runpy
 import secrets
 import subprocess
 import sys
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, RequestFactory, override_settings
 from django.views.debug import ExceptionReporter
 
@@ -112,3 +114,24 @@ def test_the_debug_page_shows_no_redis_password():
             html = ExceptionReporter(request, *sys.exc_info()).get_traceback_html()
     assert PASSWORD not in html
     assert "redis://********************@cache:6379/0" in html
+
+
+# Issue 53, finding 10: a SECRET_KEY anyone can read stops every start-up outside DEBUG.
+@pytest.mark.parametrize("key", ["change-me", "", "  ", "django-insecure-3x@mpl3k3y",
+                                 "insecure-local-development-key-change-me"])
+def test_a_placeholder_secret_key_is_refused_when_the_settings_load(monkeypatch, key):
+    monkeypatch.setenv("DEBUG", "0")
+    monkeypatch.setenv("SECRET_KEY", key)
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY is a placeholder"):
+        runpy.run_path(str(settings.BASE_DIR / "config" / "settings.py"))
+    monkeypatch.setenv("DEBUG", "1")  # a development machine may keep it
+    assert runpy.run_path(str(settings.BASE_DIR / "config" / "settings.py"))["SECRET_KEY"] == key
+
+
+def test_daphne_refuses_to_start_with_the_env_examples_key():
+    daphne = os.path.join(os.path.dirname(sys.executable), "daphne")
+    keep = {key: value for key, value in os.environ.items() if key in ("PATH", "HOME", "LANG")}
+    result = subprocess.run([daphne, "-p", "0", "config.asgi:application"], cwd=settings.BASE_DIR,
+                            env={**keep, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "0",
+                                 "SECRET_KEY": "change-me"}, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "SECRET_KEY is a placeholder" in result.stderr
