@@ -445,6 +445,26 @@ def test_the_halves_of_the_suite_before_issue_52_stay_where_they_were():
     assert len(TUNING_BEFORE_ISSUE_52) + len(HELD_OUT_BEFORE_ISSUE_52) == 83
 
 
+def test_a_scenario_that_names_its_half_moves_there_and_no_other_scenario_moves():
+    def make(name, half=""):
+        return Scenario(id=name, kind="small_talk", turns=(Turn("t", "none"),), half=half)
+
+    suite = [make("a1"), make("b2"), make("c3"), make("d4")]
+    assert [s.id for s in curation.split_half(suite, "held-out")] == ["b2", "d4"]
+    # b2's transcript was read to change a rule: it moves to the tuning half, a fresh e5 takes its place,
+    # and a1, c3, d4 stay where they were; a scenario added after e5 is dealt as if nothing had moved.
+    moved = [make("a1"), make("b2", half="tuning"), make("c3"), make("d4"), make("e5", half="held-out"), make("f6")]
+    assert [s.id for s in curation.split_half(moved, "tuning")] == ["a1", "b2", "c3"]
+    assert [s.id for s in curation.split_half(moved, "held-out")] == ["d4", "e5", "f6"]
+
+
+def test_a_named_half_must_be_one_of_the_two(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"scenarios": [{"id": "x4", "kind": "small_talk", "turns": ["hi"], "half": "test"}]}))
+    with pytest.raises(curation.ScenarioError, match="x4: half 'test'"):
+        curation.load_scenarios(path)
+
+
 def test_the_suite_has_german_french_and_spanish_scenarios_in_both_halves():
     scenarios = curation.load_scenarios()
     halves = {half: curation.split_half(scenarios, half) for half in curation.HALVES}

@@ -207,7 +207,11 @@ kind and language the scenarios are sorted by id and dealt alternately (the
 first to the tuning half), so every kind a language has two or more
 scenarios of is in both halves. Tune prompts and rules on the tuning half;
 the held-out half checks that a change generalises: run it once the change
-is final, and do not read its transcripts to write rules. A scenario added
+is final, and do not read its transcripts to write rules. A held-out
+scenario whose transcript was read to change a rule moves to the tuning
+half by naming it (`"half": "tuning"`: it keeps its place in the dealing,
+so no other scenario moves), and a fresh one, written without looking at
+model output, replaces it with `"half": "held-out"`. A scenario added
 later needs an id that sorts after the others of its kind and language, so
 no earlier scenario changes half (`tests/test_curation_eval.py` pins the
 halves of the 83 scenarios from before issue 52). Each half has its own

@@ -100,6 +100,7 @@ class Scenario:
     injections: tuple[str, ...] = ()
     note: str = ""
     language: str = DEFAULT_LANGUAGE
+    half: str = ""  # a half named by the scenario itself (see split_half); "" = dealt
 
     @property
     def people(self) -> tuple[str, ...]:
@@ -162,6 +163,9 @@ def _scenario(raw: Mapping) -> Scenario:
     language = raw.get("language", DEFAULT_LANGUAGE)
     if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
         raise fail(f"language {language!r} is not a two-letter ISO 639-1 code such as en or de")
+    half = raw.get("half", "")
+    if half and half not in HALVES:
+        raise fail(f"half {half!r} is not {' or '.join(HALVES)}")
     seed = {}
     for person, documents in (raw.get("seed") or {}).items():
         if person not in PEOPLE:
@@ -170,7 +174,7 @@ def _scenario(raw: Mapping) -> Scenario:
     return Scenario(
         id=name, kind=kind, turns=tuple(turns), expect=tuple(expect), seed=seed,
         secrets=tuple(raw.get("secrets") or ()), injections=tuple(raw.get("injections") or ()),
-        note=raw.get("note", ""), language=language,
+        note=raw.get("note", ""), language=language, half=half,
     )
 
 
@@ -184,12 +188,19 @@ def split_half(scenarios: Sequence[Scenario], half: str) -> list[Scenario]:
     Deterministic, and independent of the suite's order; the result keeps
     the order of `scenarios`. A scenario added later keeps every other one in
     its half only if its id sorts after the others of its kind and language.
+
+    A scenario that names its half (`"half": "tuning"`) is in that half but
+    keeps its place in the dealing, so no other scenario changes half: a
+    held-out scenario whose transcript was read to change a rule moves to
+    the tuning half that way, and the fresh one written to replace it names
+    `"half": "held-out"`.
     """
     if half not in HALVES:
         raise ValueError(f"unknown half {half!r}; use {' or '.join(HALVES)}")
     strata: dict[tuple[str, str], list[str]] = {}
+    named = {scenario.id: scenario.half for scenario in scenarios if scenario.half}
     for scenario in scenarios:
         strata.setdefault((scenario.kind, scenario.language), []).append(scenario.id)
-    wanted = HALVES.index(half)
-    chosen = {name for ids in strata.values() for i, name in enumerate(sorted(ids)) if i % 2 == wanted}
+    dealt = {name: HALVES[i % 2] for ids in strata.values() for i, name in enumerate(sorted(ids))}
+    chosen = {name for name, where in dealt.items() if named.get(name, where) == half}
     return [scenario for scenario in scenarios if scenario.id in chosen]
