@@ -336,7 +336,9 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
     they are. An entry no line uses is dropped as stale, but only when every
     line of the answer could be used and the lines used more than half of
     the entries (an answer that leaves most of the document out is not a
-    tidied document); otherwise it stays. Raise
+    tidied document); otherwise it stays. A line that is one of the entries it
+    cites, unchanged, removes the others and proposes nothing for itself (a
+    replace of an entry by the same text is no change: it keeps its source). Raise
     TidyFailed(UNUSABLE) when no line could be used, or lines were left out and
     the rest changes nothing;
     TidyFailed(REFUSED) when any line is something memory never keeps (the
@@ -375,7 +377,7 @@ def parse_reply(reply: str, snapshot: Snapshot, target: Target, pending: Sequenc
         for entry in sources:
             if entry != keeper:
                 removes.append(TidyOperation(target=target, action="remove", match=entry, entry=entry))
-        if same and len(sources) == 1:  # the line is the entry, unchanged
+        if same:  # the line is one of its entries, unchanged: the others go, and that one stays as it is
             continue
         replaces.append(TidyOperation(target=target, action="replace", match=keeper, content=content,
                                       entry=keeper, sources=sources))

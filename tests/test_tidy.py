@@ -584,12 +584,22 @@ def test_the_demo_model_merges_repeated_entries(user, settings):
     settings.OPENAI_API_KEY = ""
     seeded(user)
 
+    before = store.load_state(user_id=user.pk).sources["memory"][0]
     response = tidy_up(user)
+    operations = proposals.get(user_id=user.pk, proposal_id=response.json()["id"]).operations
+    # The repeat goes; the entry it repeats is the line, unchanged: no replace of it by the same text.
+    assert [(op.action, op.entry) for op in operations] == [("remove", VIM_AGAIN)]
     proposals.save(user_id=user.pk, proposal_id=response.json()["id"])
 
     assert response.status_code == 201
     assert memory(user) == (VIM, FRIDAYS, OLD_HOST), "the repeat merged into the first, the rest kept"
-    assert store.load_state(user_id=user.pk).sources["memory"][0].tidied
+    assert store.load_state(user_id=user.pk).sources["memory"][0] == before, "the kept entry keeps its source"
+
+
+def test_a_line_that_is_one_of_its_entries_unchanged_proposes_no_replace():
+    snapshot = Snapshot(memory=(VIM_AGAIN, VIM, FRIDAYS))
+    operations = tidy.parse_reply(f"{VIM} [1,2]\n{FRIDAYS} [3]", snapshot, "memory")
+    assert [(op.action, op.entry) for op in operations] == [("remove", VIM_AGAIN)]
 
 
 # --- privacy -----------------------------------------------------------------------------------
