@@ -38,6 +38,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events
 
 from agentmemory.api import MemoryWriteThrottle, TidyThrottle
+from agentmemory.api.passport import ImportThrottle
 from tests.chat_helpers import fresh_agents  # noqa: F401  (fresh agents, empty channel layer)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -147,6 +148,7 @@ def test_every_api_response_matches_the_schema_and_none_is_a_5xx(token, settings
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat_turns": "100000/min"})
     monkeypatch.setattr(MemoryWriteThrottle, "THROTTLE_RATES", {"memory_writes": "100000/min"})
     monkeypatch.setattr(TidyThrottle, "THROTTLE_RATES", {"memory_tidy": "100000/min"})
+    monkeypatch.setattr(ImportThrottle, "THROTTLE_RATES", {"memory_imports": "100000/min"})
     cache.clear()
 
     report = RunReport()
@@ -171,6 +173,7 @@ def test_every_api_response_matches_the_schema_and_none_is_a_5xx(token, settings
          {"operations": [{"target": "memory", "action": "add", "content": "Throttle probe"}]}),
         (MemoryWriteThrottle, {"memory_writes": "1/min"}, "delete", "/api/memory/", None),
         (TidyThrottle, {"memory_tidy": "1/min"}, "post", "/api/memory/tidy/", {"target": "memory"}),
+        (ImportThrottle, {"memory_imports": "1/min"}, "post", "/api/memory/import/", {"text": "Prefers tea."}),
     ],
 )
 def test_a_throttled_response_is_a_documented_429(token, monkeypatch, throttle, rates, method, path, body):

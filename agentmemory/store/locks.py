@@ -99,6 +99,12 @@ def lock_owner(cursor, sql: Statements, user_id, *, agent: bool = False, lock_ti
         raise InactiveUser("The account is deactivated; its memory takes no new changes.")
     if agent and row[1] is not None and not row[1]:
         raise MemoryTurnedOff("The person turned memory off; the assistant's changes are not saved.")
+    if erasures is not None and connection.vendor == "postgresql":
+        # At READ COMMITTED the lock statement read the settings row before it waited for the lock: an erase
+        # that held the lock and committed meanwhile is not in that read. The same statement again, the
+        # lock held, reads the count the erase left (no wait: the lock is ours).
+        cursor.execute(sql.lock_owner, [owner])
+        row = cursor.fetchone()
     if erasures is not None and (row[2] or 0) != erasures:
         raise MemoryValidationError(ERASED_MESSAGE, code="erased")
     return owner
