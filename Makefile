@@ -76,9 +76,10 @@ test-fast: install-dev messages
 	env -u DATABASE_URL -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist worksteal --durations=10 -m "not browser and not multiprocess and not packaging" \
 		--ignore=tests/faults --ignore=tests/test_api_schemathesis.py --ignore=tests/test_ws_frames_fuzz.py $(ARGS)
 
-# Screenshots of the chat and the memory page at desktop (1280 px) and phone
-# (390 px) widths, regenerated into docs/screenshots/ (Chromium at
-# /usr/bin/chromium, SQLite, the offline demo model).
+# Screenshots of the chat after a remember, the memory page, its History, an
+# import's review and the admin's review queue, at desktop (1280 px) and phone
+# (390 px) widths, in English and German (-de), regenerated into
+# docs/screenshots/ (Chromium at /usr/bin/chromium, SQLite, the offline demo model).
 screenshots: install-dev messages
 	env -u DATABASE_URL UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -m browser tests/browser/test_screenshots.py
 
