@@ -134,20 +134,22 @@ PY
   chown "$owner:$owner" "$dest"
 }
 
+# Every service starts in / or the state directory, never the checkout: its user may not be able
+# to enter it (a mode-700 home), and PostgreSQL's tools then fail on their working directory.
 as_user() {  # as_user USER COMMAND...: a clean environment, HOME in the cluster's directory
   local user=$1; shift
-  setpriv --reuid="$user" --regid="$user" --init-groups -- \
-    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME="$CLUSTER_DIR" "$@"
+  (cd / && exec setpriv --reuid="$user" --regid="$user" --init-groups -- \
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME="$CLUSTER_DIR" "$@")
 }
 
 start_process() {  # start_process NAME USER MATCH COMMAND...: in the background, its pid kept
   local name=$1 user=$2 match=$3; shift 3
-  # setsid without --fork, setpriv and env all exec: $! is the process itself.
+  # The subshell, setsid without --fork, setpriv and env all exec: $! is the process itself.
   if [ "$user" = root ]; then
-    setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+    (cd "$CLUSTER_DIR" && exec setsid "$@") >>"$LOGS/$name.log" 2>&1 </dev/null &
   else
-    setsid setpriv --reuid="$user" --regid="$user" --init-groups -- \
-      env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME="$CLUSTER_DIR" "$@" \
+    (cd "$CLUSTER_DIR" && exec setsid setpriv --reuid="$user" --regid="$user" --init-groups -- \
+      env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME="$CLUSTER_DIR" "$@") \
       >>"$LOGS/$name.log" 2>&1 </dev/null &
   fi
   printf '%s\n%s\n' "$!" "$match" >"$PIDS/$name.pid"
