@@ -330,8 +330,14 @@ def round_spread(mine: dict, theirs: dict) -> list[float]:
 
 
 def print_figures(args, result: dict) -> None:
+    # A smoke run's few turns prove the bench runs; its figures are not held against the targets.
+    judged = not getattr(args, "smoke", False)
+
     def meets(value, target):
-        return "meets" if value <= target else "MISSES"
+        return ("meets" if value <= target else "MISSES") if judged else "not judged"
+
+    def reaches(value, target):
+        return ("meets" if value >= target else "MISSES") if judged else "not judged"
 
     def rounds(spread):
         return f", rounds {spread[0]:.2f}-{spread[1]:.2f}" if spread else ""
@@ -340,6 +346,8 @@ def print_figures(args, result: dict) -> None:
     print(f"Turn bench: {args.clients} WebSocket clients against one daphne process, demo model at zero delay "
           f"{where}; "
           f"{args.turns} measured turns per client per run, {args.rounds} rounds, modes in a shuffled order each round")
+    if not judged:
+        print("Smoke run: too few turns to judge; no figure below is held against its target.")
     for workload, figures in result["workloads"].items():
         print(f"\nworkload {workload}: {WORKLOAD_TEXT[workload]}")
         print(f"{'server':<14}{'turns':>7}{'failed':>8}{'turns/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
@@ -364,7 +372,7 @@ def print_figures(args, result: dict) -> None:
                   f"{rounds(figures['cpu_ratio_off_floor_rounds'])}); "
                   f"memory on {figures['cpu_ratio_on_floor']:.2f}x the floor; "
                   f"throughput {off['turns_per_second']} turns/s "
-                  f"({'meets' if off['turns_per_second'] >= TARGET_TURNS_PER_SECOND else 'MISSES'} "
+                  f"({reaches(off['turns_per_second'], TARGET_TURNS_PER_SECOND)} "
                   f">= {TARGET_TURNS_PER_SECOND:.0f})")
     print(f"\ndaphne shutdown disposed the chat agents: {'yes' if result['shutdown_disposed_agents'] else 'NO'}")
 
