@@ -91,8 +91,8 @@ def test_every_memory_page_form_with_javascript_on(new_context, size):
     page.locator("#expiry-memory-2-date").fill(when)
     page.locator("#expiry-memory-2-details").get_by_role("button", name="Save expiry").click()
     expect(status).to_contain_text("Expiry saved.")
-    expect(page.locator("#document-memory .memory-entry").nth(1).locator(".memory-entry-expiry time")).to_have_attribute(
-        "datetime", when)
+    shown = page.locator("#document-memory .memory-entry").nth(1).locator(".memory-entry-expiry time")
+    expect(shown).to_have_attribute("datetime", when)
     assert snapshot_of(erin).expiry_of("memory", FRIDAYS) == when
     expect(page.locator("#history")).to_contain_text("Changed the expiry of 1 entry in your notes")
     assert same_document(page)

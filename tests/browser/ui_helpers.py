@@ -74,8 +74,9 @@ def wider_than_viewport(page: Page) -> list[str]:
       for (const node of document.querySelectorAll('body *')) {
         const box = node.getBoundingClientRect();
         if (box.width && box.right > window.innerWidth + 1) {
-          out.push(node.tagName.toLowerCase() + (node.id ? '#' + node.id : '') +
-                   (node.className && typeof node.className === 'string' ? '.' + node.className.split(' ').join('.') : ''));
+          const classes = node.className && typeof node.className === 'string'
+            ? '.' + node.className.split(' ').join('.') : '';
+          out.push(node.tagName.toLowerCase() + (node.id ? '#' + node.id : '') + classes);
         }
       }
       return out.slice(0, 10);
