@@ -13,6 +13,7 @@ def turns_bench():
     try:
         spec = importlib.util.spec_from_file_location("bench_turns_under_test", BENCH / "turns.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up there
         spec.loader.exec_module(module)
         return module
     finally:
