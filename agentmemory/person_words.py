@@ -40,8 +40,15 @@ MIN_CHARS = 8
 MAX_CHARS = 240
 
 
-def third_person(clause: str) -> str | None:
-    """Return the clause as a profile entry, or None when the person is not its subject."""
+def third_person(clause: str, language: str = "en") -> str | None:
+    """Return the clause as a profile entry, or None when the person is not its subject.
+
+    English, and German (`language="de"`: "Ich arbeite als DBA" -> "Arbeitet als DBA."); None for others.
+    """
+    if language == "de":
+        return _german(clause)
+    if language != "en":
+        return None
     text = " ".join((clause or "").split()).strip(" ,;:-")
     if re.match(r"(?i)so\b|then\b|because\b", text):
         return None  # a consequence or a reason, read with what came before it: not a statement alone
@@ -105,3 +112,64 @@ def _agree(verb: str) -> str:
     if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+# German: "ich" and the verb after it ("Ich arbeite seit acht Jahren als DBA" -> "Arbeitet seit acht Jahren
+# als DBA."). A clause with "mein" stays None: "sein" or "ihr" would guess the person's gender.
+_DE_LEAD_IN = re.compile(
+    r"^(?:(?:übrigens|nebenbei|also|und|ach ja|ok(?:ay)?|danke|zur info|fürs protokoll|eigentlich|so)\b[\s,:;!.-]*)+",
+    re.IGNORECASE,
+)
+_DE_SUBJECT = re.compile(r"^ich\s+(?P<verb>[^\W\d_]+)\b\s*(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+_DE_IRREGULAR = {"bin": "ist", "habe": "hat", "hab": "hat", "mag": "mag", "kann": "kann", "darf": "darf",
+                 "soll": "soll", "werde": "wird", "spreche": "spricht", "lese": "liest", "esse": "isst",
+                 "gebe": "gibt", "nehme": "nimmt", "sehe": "sieht", "trage": "trägt", "fahre": "fährt",
+                 "schlafe": "schläft", "laufe": "läuft", "halte": "hält", "lasse": "lässt", "vergesse": "vergisst"}
+# An opinion of the moment, a wish, a need or a past event, not a lasting fact.
+_DE_NOT_LASTING = frozenset({"glaube", "denke", "hoffe", "frage", "meine", "weiß", "will", "möchte", "brauche",
+                             "versuche", "muss", "war", "hatte", "wollte", "sollte", "könnte", "würde", "wünsche",
+                             "schätze", "vermute", "finde", "bekomme", "kriege", "verstehe", "sehe"})
+_DE_PRONOUNS = [(re.compile(r"\bmich\b", re.IGNORECASE), "sich"), (re.compile(r"\bmir\b", re.IGNORECASE), "sich")]
+_DE_POSSESSIVE = re.compile(r"\bmein(?:e[mnrs]?)?\b", re.IGNORECASE)
+# "habe ... behoben", "bin ... umgezogen": a past event told in the perfect tense.
+_DE_PARTICIPLE = re.compile(r"\b(?:ge[^\W\d_]{2,}(?:t|en)|[^\W\d_]+iert)\W*$", re.IGNORECASE)
+
+
+# A second verb of the person after "und" / "oder" ("und nutze einen Screenreader"): German nouns are
+# capitalised, so a small word ending in -e before a small word or a noun's article is a verb.
+_DE_SECOND_VERB = re.compile(r"\b(und|oder|aber)\s+([a-zäöüß]{3,}e)(?=\s+[a-zäöüß])")
+
+
+def _german_verb(verb: str) -> str | None:
+    if verb in _DE_IRREGULAR:
+        return _DE_IRREGULAR[verb]
+    if verb.endswith("e") and len(verb) > 3:
+        stem = verb[:-1]
+        return stem + ("et" if stem.endswith(("t", "d")) else "t")
+    return None
+
+
+def _german(clause: str) -> str | None:
+    text = " ".join((clause or "").split()).strip(" ,;:-")
+    # The main clause only: what follows a comma is a clause of its own ("…, die Grundlagen kannst du dir sparen").
+    text = _DE_LEAD_IN.sub("", text).strip().split(",", 1)[0]
+    found = _DE_SUBJECT.match(text)
+    if found is None or _DE_POSSESSIVE.search(text):
+        return None
+    verb, rest = found.group("verb").lower(), found.group("rest").strip()
+    if not rest or verb in _DE_NOT_LASTING or re.match(r"(?i)(?:das|es|dies|dann|mal|gleich|kurz)\b", rest):
+        return None  # "Ich teste das mal": about this chat's moment, not the person
+    if verb in ("habe", "hab", "bin") and _DE_PARTICIPLE.search(rest):
+        return None
+    head = _german_verb(verb)
+    if head is None:
+        return None
+    rest = _DE_SECOND_VERB.sub(lambda m: f"{m.group(1)} {_german_verb(m.group(2)) or m.group(2)}", rest)
+    body = f"{head} {rest}"
+    for pattern, replacement in _DE_PRONOUNS:
+        body = pattern.sub(replacement, body)
+    body = body.rstrip(" ,;:-")
+    if not body.endswith((".", "!", ")")):
+        body += "."
+    body = body[0].upper() + body[1:]
+    return body if MIN_CHARS <= len(body) <= MAX_CHARS else None

@@ -132,6 +132,7 @@ def test_a_lasting_fact_in_english_or_german_commits(message, entry):
     ("On utilise des tabulations, pas des espaces", "fr", {"espaces"}),
     ("J'utilise Vim, jamais Emacs", "fr", {"emacs"}),
     ("I don't like long answers; keep them short", "en", {"long"}),
+    ("No I use Django these days", "en", set()),  # an answer, not a negation
 ])
 def test_the_terms_a_message_negates(message, code, terms):
     assert negated_terms(message, code) == terms
@@ -203,7 +204,7 @@ def test_a_secret_is_refused_by_value_in_a_language_without_rules():
     ("I'm a senior Rust engineer with ten years of experience, so you can skip the basics.",
      ["Is a senior Rust engineer with ten years of experience."], gate.UNSAVED),
     ("remember that our staging DB runs Postgres 16", ["Our staging DB runs Postgres 16."], gate.ASKED_UNSAVED),
-    ("Merk dir: ich bevorzuge kurze Antworten", ["Ich bevorzuge kurze Antworten."], gate.ASKED_UNSAVED),
+    ("Merk dir: ich bevorzuge kurze Antworten", ["Bevorzugt kurze Antworten."], gate.ASKED_UNSAVED),
     ("retiens que je préfère les réponses courtes", ["Je préfère les réponses courtes."], gate.ASKED_UNSAVED),
     ("Onthoud dat ik altijd tabs gebruik", ["Ik altijd tabs gebruik."], gate.ASKED_UNSAVED),
     ("retiens que mon mot de passe du VPN est Prune-Orage-5518", [], gate.ASKED_UNSAVED),  # a secret: nothing
@@ -214,3 +215,20 @@ def test_what_the_person_asked_to_remember_is_offered_in_their_words(message, ex
     turn = sources(message)
     assert gate.unsaved_statements(turn) == expected
     assert gate.unsaved_reason(turn) == why
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("Ich arbeite seit acht Jahren als Datenbankadministratorin, die SQL-Grundlagen kannst du dir sparen.",
+     ["Arbeitet seit acht Jahren als Datenbankadministratorin."]),
+    ("Ich bin blind und nutze einen Screenreader, also pack bitte nichts Wichtiges in Bilder.",
+     ["Ist blind und nutzt einen Screenreader."]),
+    ("Ich habe zwei Katzen", ["Hat zwei Katzen."]),
+    ("Ich mag lange und kurze Antworten", ["Mag lange und kurze Antworten."]),  # "kurze": no verb
+    ("Ich habe gestern den Bug behoben.", []),  # a past event
+    ("Ich glaube, das passt so.", []),  # an opinion of the moment
+    ("Ich teste das mal", []),
+    ("Meine Zeitzone ist Europe/Berlin", []),  # "sein" or "ihr" would guess a gender
+    ("Heute bin ich etwas langsam", []),
+])
+def test_a_german_statement_is_offered_in_the_third_person(message, expected):
+    assert gate.unsaved_statements(sources(message)) == expected

@@ -96,7 +96,9 @@ async def test_from_now_on_with_no_memory_call_is_offered_as_a_question(user, sc
 @pytest.mark.parametrize(("message", "entry", "why"), [
     ("I'm a senior Rust engineer with ten years of experience, so you can skip the basics.",
      "Is a senior Rust engineer with ten years of experience.", gate.UNSAVED),
-    ("Merk dir: ich bevorzuge kurze Antworten", "Ich bevorzuge kurze Antworten.", gate.ASKED_UNSAVED),
+    ("Merk dir: ich bevorzuge kurze Antworten", "Bevorzugt kurze Antworten.", gate.ASKED_UNSAVED),
+    ("Ich bin blind und nutze einen Screenreader, also pack bitte nichts Wichtiges in Bilder.",
+     "Ist blind und nutzt einen Screenreader.", gate.UNSAVED),
     ("retiens que je préfère les réponses courtes", "Je préfère les réponses courtes.", gate.ASKED_UNSAVED),
 ])
 async def test_what_the_person_said_or_asked_to_remember_is_offered_when_the_model_saved_nothing(

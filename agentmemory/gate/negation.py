@@ -30,6 +30,9 @@ _BETWEEN = frozenset(
     "o os um uma do da dos das eu "
     "het een de van ik we wij".split()
 )
+# A subject right after "no" makes it an answer, not a negation: "No I use Django" negates nothing.
+_SUBJECTS = frozenset("i we you he she they ich wir du er sie je nous tu il ils elle yo nosotros io noi eu nós ik wij"
+                      .split())
 WINDOW = 4
 MAX_GAP = 3
 
@@ -58,6 +61,8 @@ def negated_terms(message: str, code: str) -> frozenset[str]:
             if token not in negators:
                 continue
             for follower in tokens[index + 1:index + 1 + MAX_GAP + 1]:
+                if follower in _SUBJECTS:
+                    break
                 if follower in negators or follower in _BETWEEN or len(follower) < 2:
                     continue
                 terms.add(follower)

@@ -148,7 +148,9 @@ def unsaved_statements(sources: TurnSources) -> list[str]:
         return []  # "I'm on call this week, so I may answer slowly": what follows from a passing state passes too
     leads = [module.REMEMBER_LEAD for module in {en, LANGUAGES.get(sources.language, en)}]
     said = [_without(leads, clause) for clause in clauses]
-    offered = _offer((third_person(clause) for clause in said if en.FIRST_PERSON.search(clause)), sources)
+    person = w or en
+    offered = _offer((third_person(clause, sources.language) for clause in said if person.FIRST_PERSON.search(clause)),
+                     sources)
     if not offered and kind == EXPLICIT:
         offered = _offer((_own_words(clause) for clause in said), sources)
     return offered

@@ -94,7 +94,7 @@ TRANSIENT_PROGRESS = _words(
     r"|\b(?:is|are|comes) next\b|\bup next\b"
     # an entry that opens on work done or begun: "Finished moving the tests", "Refactored the login view"
     r"|^\W*(?:just\s+)?(?:finished|completed|wrapped up|done with|started|began|refactored|rewrote|fixed|"
-    r"implemented|migrated|ported|merged|deployed|pushed|cleaned up|debugged|switched over)\s"
+    r"implemented|ported|merged|pushed|cleaned up|debugged)\s"
     r"|\b(?:finished|completed|started|began|done) \w+ing\b"
 )
 ERROR = _words(
