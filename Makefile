@@ -127,5 +127,7 @@ cluster: install
 # Fault drills against the running `make cluster` (bench/drills.py): the
 # leader-kill drill by default; ARGS="--drills switchover,worker-kill,pgbouncer-restart,redis-master-kill,node-kill"
 # (or all), --repeat 2, --check-auth, --help.
+# Run as a module: as a script, bench/ would come first on sys.path, where a
+# bench named like a standard module (bench/secrets.py) shadows it.
 drills: install
-	$(PY) bench/drills.py $(ARGS)
+	$(PY) -m bench.drills $(ARGS)

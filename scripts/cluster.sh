@@ -535,7 +535,8 @@ SQL
   status
 }
 
-check_auth() { AGENTMEMORY_CLUSTER_DIR="$CLUSTER_DIR" "$PY" bench/drills.py --check-auth; }
+# As a module (make drills says why).
+check_auth() { AGENTMEMORY_CLUSTER_DIR="$CLUSTER_DIR" "$PY" -m bench.drills --check-auth; }
 
 # --- status ---------------------------------------------------------------------
 status() {
