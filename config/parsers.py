@@ -96,7 +96,8 @@ def api_exception_handler(exc, context):
         response["Retry-After"] = "5"
         return response
     if isinstance(exc, RecursionError):
-        return Response({"code": JSONTooDeep.default_code, "detail": TOO_DEEP}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"code": JSONTooDeep.default_code, "detail": gettext(TOO_DEEP)},
+                        status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):  # DRF reads request.body, which checks the size first
         return Response({"code": BodyTooLarge.default_code, "detail": too_large_message()},
                         status=status.HTTP_400_BAD_REQUEST)
@@ -113,6 +114,8 @@ def api_exception_handler(exc, context):
             code, detail = "not_found", gettext(NOT_FOUND)
         elif isinstance(exc, ParseError) and code == "parse_error":
             code, detail = "invalid_json", gettext(NOT_JSON)
+        elif code == JSONTooDeep.default_code:
+            detail = gettext(TOO_DEEP)  # the app's sentence, in its catalogue
         response.data = {**response.data, "code": code, "detail": str(detail)}
     return response
 

@@ -71,3 +71,28 @@ def test_a_body_too_large_is_german_with_german_digits(user):
     assert english.json()["code"] == german.json()["code"] == "body_too_large"
     assert "2,048" in english.json()["detail"]
     assert "2.048" in german.json()["detail"] and german.json()["detail"] != english.json()["detail"]
+
+
+DEEP = "[" * 40 + "]" * 40
+
+
+@pytest.mark.parametrize("call, code", [
+    (lambda client: client.put("/api/memory/settings/", {"use_memory": "yes"}, format="json"), "invalid_use_memory"),
+    (lambda client: client.put("/api/memory/settings/", {"save_mode": "never"}, format="json"), "invalid_save_mode"),
+    (lambda client: client.put("/api/memory/settings/", {"colour": 1}, format="json"), "unknown_argument"),
+    (lambda client: client.put("/api/memory/settings/", [], format="json"), "invalid_body"),
+    (lambda client: client.delete("/api/memory/?include=everything"), "invalid_include"),
+    (lambda client: client.post("/api/memory/tidy/", {"target": "diary"}, format="json"), "invalid_target"),
+    (lambda client: client.post("/api/memory/tidy/", {"target": "user", "x": 1}, format="json"), "unknown_argument"),
+    (lambda client: client.post("/api/memory/import/", [], format="json"), "invalid_body"),
+    (lambda client: client.post("/api/memory/operations/", "{oops", content_type="application/json"),
+     "invalid_json"),
+    (lambda client: client.post("/api/memory/operations/", DEEP, content_type="application/json"),
+     "json_too_deep"),
+    (lambda client: client.post("/api/chat/turns/", DEEP, content_type="application/json"), "json_too_deep"),
+])
+def test_the_memory_apis_own_refusals_are_translated(user, call, code):
+    english, german = both(user, call)
+    assert english.status_code == german.status_code == 400
+    assert english.json()["code"] == german.json()["code"] == code
+    assert german.json()["detail"] != english.json()["detail"], german.json()["detail"]

@@ -65,11 +65,11 @@ class MemoryAPIView(APIView):
             response["Retry-After"] = str(exc.retry_after)
             return response
         if isinstance(exc, (JSONTooDeep, RecursionError)):
-            return error_response(JSONTooDeep.default_code, TOO_DEEP)
+            return error_response(JSONTooDeep.default_code, _(TOO_DEEP))
         if isinstance(exc, (BodyTooLarge, RequestDataTooBig)):
             return error_response(BodyTooLarge.default_code, too_large_message())
         if isinstance(exc, ParseError):
-            return error_response("invalid_json", 'The body is not valid JSON. Send {"operations": [...]}.')
+            return error_response("invalid_json", _('The body is not valid JSON. Send {"operations": [...]}.'))
         if isinstance(exc, UnknownUser):
             # Signed in when the request began, deleted before its write took the lock.
             return error_response("account_closed",

@@ -210,7 +210,8 @@ class MemoryView(MemoryAPIView):
     def delete(self, request):
         include = request.query_params.get("include")
         if include not in (None, "chats"):
-            return error_response("invalid_include", 'include takes one value: "chats" (erase your conversations too).')
+            return error_response("invalid_include",
+                                  _('include takes one value: "chats" (erase your conversations too).'))
         if include and not services.chats_erasable():
             return error_response("invalid_include", _("This deployment keeps no conversations here to erase."))
         receipt = services.erase_memory(user_id=request.user.pk, actor=Actor.USER, with_chats=bool(include))
@@ -358,18 +359,18 @@ class MemorySettingsView(MemoryAPIView):
     def put(self, request):
         data = request.data
         if not isinstance(data, dict):
-            return error_response("invalid_body", 'Send a JSON object such as {"use_memory": false}.')
+            return error_response("invalid_body", _('Send a JSON object such as {"use_memory": false}.'))
         unknown = sorted(set(data) - {"use_memory", "save_mode", "agent_memory_enabled"})
         if unknown:
             return error_response("unknown_argument",
-                          f"Unknown field(s) {', '.join(repr(name) for name in unknown)}; only 'use_memory' "
-                          "and 'save_mode' can be changed.")
+                          _("Unknown field(s) %(fields)s; only 'use_memory' and 'save_mode' can be changed.")
+                          % {"fields": ", ".join(repr(name) for name in unknown)})
         if "use_memory" not in data and "save_mode" not in data:
-            return error_response("invalid_use_memory", 'Send "use_memory" (true or false) and/or "save_mode".')
+            return error_response("invalid_use_memory", _('Send "use_memory" (true or false) and/or "save_mode".'))
         if "use_memory" in data and not isinstance(data["use_memory"], bool):
-            return error_response("invalid_use_memory", '"use_memory" must be true or false.')
+            return error_response("invalid_use_memory", _('"use_memory" must be true or false.'))
         if "save_mode" in data and data["save_mode"] not in preferences.SAVE_MODES:
-            return error_response("invalid_save_mode", '"save_mode" must be "auto" or "ask".')
+            return error_response("invalid_save_mode", _('"save_mode" must be "auto" or "ask".'))
         if "use_memory" in data:
             services.set_use_memory(user_id=request.user.pk, use_memory=data["use_memory"], actor=Actor.USER)
         if "save_mode" in data:

@@ -5,6 +5,7 @@ import re
 
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -117,7 +118,7 @@ class MemoryImportView(MemoryAPIView):
                                   status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         body = ImportRequestSerializer(data=request.data)
         if not isinstance(request.data, dict) or not body.is_valid():
-            return error_response("invalid_body", 'Send a JSON object: {"text": "...", "routes": {"1": "memory"}}.')
+            return error_response("invalid_body", _('Send a JSON object: {"text": "...", "routes": {"1": "memory"}}.'))
         routes = {}
         for number, target in (body.validated_data.get("routes") or {}).items():
             if not _ITEM_NUMBER.fullmatch(str(number)):

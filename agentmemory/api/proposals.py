@@ -111,12 +111,12 @@ class ProposalSaveView(ProposalAPIView):
         data = request.data if request.data is not None else {}
         if not isinstance(data, dict):
             return error_response(
-                "invalid_body", 'Send a JSON object: {} or {"edits": [{"position": 1, "content": "..."}]}.'
+                "invalid_body", _('Send a JSON object: {} or {"edits": [{"position": 1, "content": "..."}]}.')
             )
         unknown = sorted(set(data) - {"edits"})
         if unknown:
-            return error_response("unknown_argument", f"Unknown field(s) {', '.join(repr(n) for n in unknown)}; "
-                          "only 'edits' is accepted.")
+            return error_response("unknown_argument", _("Unknown field(s) %(fields)s; only 'edits' is accepted.")
+                                  % {"fields": ", ".join(repr(n) for n in unknown)})
         edits = data.get("edits", [])
         if not isinstance(edits, list) or not all(
             isinstance(item, dict) and set(item) == {"position", "content"}
@@ -124,7 +124,8 @@ class ProposalSaveView(ProposalAPIView):
             and isinstance(item["content"], str)
             for item in edits
         ):
-            return error_response("invalid_edit", '"edits" must be a list of {"position": <int>, "content": "<text>"}.')
+            return error_response("invalid_edit",
+                                  _('"edits" must be a list of {"position": <int>, "content": "<text>"}.'))
         result = services.save_proposal(user_id=request.user.pk, proposal_id=proposal_id,
                                         edits={item["position"]: item["content"] for item in edits})
         payload = state_payload(memory_state(user_id=request.user.pk))

@@ -1,6 +1,7 @@
 """Tidy up: the assistant proposes a consolidated version of one of the caller's documents."""
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -82,14 +83,15 @@ class TidyView(MemoryAPIView):
     def post(self, request):
         data = request.data
         if not isinstance(data, dict):
-            return error_response("invalid_body", 'Send a JSON object: {"target": "user"} or {"target": "memory"}.')
+            return error_response("invalid_body", _('Send a JSON object: {"target": "user"} or {"target": "memory"}.'))
         unknown = sorted(set(data) - {"target"})
         if unknown:
-            return error_response("unknown_argument", "Unknown field(s); only 'target' is accepted. Your memory "
-                                  "is always the signed-in person's.")
+            return error_response("unknown_argument", _("Unknown field(s); only 'target' is accepted. Your memory "
+                                                        "is always the signed-in person's."))
         target = data.get("target")
         if not isinstance(target, str) or target not in TARGETS:
-            return error_response(tidy.INVALID_TARGET, '"target" must be "user" (your profile) or "memory" (notes).')
+            return error_response(tidy.INVALID_TARGET,
+                                  _('"target" must be "user" (your profile) or "memory" (notes).'))
         try:
             proposal_id = tidy.propose(user_id=request.user.pk, target=target)
         except tidy.TidyFailed as failed:
