@@ -68,7 +68,7 @@ CLAUSES = re.compile(
 )
 
 TRANSIENT_TIME = _words(
-    r"\b(?:heute|heut|heute abend|morgen früh|morgen|gestern|gerade|eben|grade|im moment|momentan|derzeit|zurzeit|"
+    r"\b(?:heute|heut|heute abend|morgen früh|morgen|gestern|gerade|grade|im moment|momentan|derzeit|zurzeit|"
     r"aktuell|vorerst|fürs erste|bis jetzt|bisher|diese woche|dieses wochenende|diesen sprint|in dieser sitzung|"
     r"für diese aufgabe|heute morgen|heute nachmittag)\b"
 )

@@ -89,9 +89,10 @@ TRANSIENT_PROGRESS = _words(
     r"step|task|part)\b|\bnext steps?\b|\bin progress\b|\bto-?do\b|\bstill needs? to\b|\bneeds to (?:finish|"
     r"fix|run)\b|\b(?:task|step) \d+\b|\bwants help with\b|\basked for help with\b"
     # what comes next in the work: "next I'll move on to", "then I'll do", "next is", "moving on to"
-    r"|\b(?:next|then|after that|afterwards)\b,?\s+(?:i|we|you)\s*(?:'ll|will|'m going to|am going to|plan to|"
-    r"want to)\b|\b(?:next|then) (?:is|are|comes|up|on the list)\b|\bmov(?:e|es|ed|ing) on (?:to|with)\b"
-    r"|\b(?:is|are|comes) next\b|\bup next\b"
+    # ("then" opens the clause: "if I ask for code, then I'll want type hints" is a lasting rule)
+    r"|(?:\b(?:next|after that|afterwards)\b|^\W*(?:and\s+)?then\b),?\s+(?:i|we|you)\s*(?:'ll|will|'m going to|"
+    r"am going to|plan to|want to)\b|\b(?:next|then) (?:is|are|comes|up|on the list)\b"
+    r"|\bmov(?:e|es|ed|ing) on (?:to|with)\b|\b(?:is|are|comes) next\b|\bup next\b"
     # an entry that opens on work done or begun: "Finished moving the tests", "Refactored the login view"
     r"|^\W*(?:just\s+)?(?:finished|completed|wrapped up|done with|started|began|refactored|rewrote|fixed|"
     r"implemented|ported|merged|pushed|cleaned up|debugged)\s"
@@ -119,7 +120,8 @@ PASSING = _words(
     r"\bcrashing\b|\b(?:now )?it (?:builds|works|passes|runs|compiles) now\b|\bnow it (?:builds|works|passes|runs|"
     r"compiles)\b|\bpasses now\b|\bworks now\b|\bmoving on to\b|\bpick (?:it|this) up (?:again )?(?:after|later|"
     r"tomorrow)\b|\b(?:is|comes) next\b|\bnext up\b|\bup next\b|\bmov(?:e|es|ing) on (?:to|with)\b|"
-    r"\b(?:next|then|after that|afterwards)\b,?\s+(?:i|we)\s*(?:'ll|will|'m going to|am going to|plan to)\b|"
+    r"(?:\b(?:next|after that|afterwards)\b|^\W*(?:and\s+)?then\b),?\s+(?:i|we)\s*(?:'ll|will|'m going to|"
+    r"am going to|plan to)\b|"
     r"\bi'?ve? (?:just )?(?:finished|completed|wrapped up)\b|\bi just (?:finished|completed|did|wrapped up)\b|\bwithin the (?:hour|day)\b|\bi'?m on branch\b|\bjust a blip\b|\bat \d{1,3} ?%|\b\d{1,3} ?% (?:there|done|through)\b"  # noqa: E501 (one regex alternation)
 )
 SUMMARY = _words(
