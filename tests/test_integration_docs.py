@@ -186,3 +186,16 @@ def test_each_adapter_sample_compiles_and_runs_in_the_agent_loops_project(kind):
     compile(samples()[kind], f"docs/integration.md ({kind})", "exec")
     # The project that has the extras runs it, found by the same marker.
     assert SAMPLES[kind] in AGENT_LOOPS_SAMPLES.read_text(), f"examples/agent_loops does not run the {kind} sample"
+
+
+def test_every_agentmemory_key_is_documented_with_its_default():
+    """docs/integration.md says it lists "every key of the AGENTMEMORY setting": each of conf.DEFAULTS, and no other."""
+    from agentmemory.conf import DEFAULTS
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "integration.md").read_text()
+    table = text.split("Every key of the `AGENTMEMORY` setting", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `([A-Z_]+)` \| `([^`]*)` \|", table, re.M))
+    assert set(rows) == set(DEFAULTS)
+    for key, value in DEFAULTS.items():
+        if isinstance(value, bool | int | float) or (isinstance(value, str) and key != "POLICY_VERSION"):
+            assert rows[key] == (json.dumps(value) if isinstance(value, str) else repr(value)), key
