@@ -124,6 +124,8 @@ def test_a_lasting_fact_in_english_or_german_commits(message, entry):
 @pytest.mark.parametrize("message", [
     "If I ask for code, then I'll want type hints everywhere.",  # a conditional "then": a lasting rule
     "Wir deployen immer freitags, das ist eben so.",  # the particle "eben" is no moment
+    "Ich nutze nur noch Neovim.",  # "only Neovim now": a lasting change
+    "Wenn ich nach Code frage, dann nutze ich gern Beispiele mit Typen.",
 ])
 def test_a_lasting_rule_is_not_read_as_progress(message):
     assert not gate.passing_only(message)

@@ -101,8 +101,9 @@ PASSING = _words(
     r"\b(?:danach|dann|anschließend) (?:kommt|kommen|mache ich|nehme ich|geht es|folgt)\b|\bweiter mit\b|"
     r"\bbin (?:gerade |eben |jetzt )?(?:fertig|dabei)\b|\bauf branch\b|\bnur ein ausrutscher\b|\bbei \d{1,3} ?%"
     # what the person does next, said with the verb before "ich": "danach kümmere ich mich um ...", "endlich"
-    r"|\b(?:danach|anschließend|dann|als nächstes|morgen|später)\s+[a-zäöüß]+e\s+ich\b|\bendlich\b"
-    r"|\bfast (?:fertig|durch|geschafft)\b|\bnur noch\b"
+    # ("dann" left out: "wenn ..., dann nutze ich ..." is a lasting rule; "nur noch" alone is "only ... now")
+    r"|\b(?:danach|anschließend|als nächstes|morgen|später)\s+[a-zäöüß]+e\s+ich\b|\bendlich\b"
+    r"|\bfast (?:fertig|durch|geschafft)\b|\bnur noch\b[^.;]{0,30}\b(?:fehlt|fehlen|übrig|offen|zu tun)\b"
 )
 SUMMARY = _words(
     r"\b(?:(?:der|die) (?:nutzer|benutzer|person)(?:in)? (?:hat gefragt|fragte|wollte wissen|bat um)|"
