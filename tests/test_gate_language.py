@@ -243,3 +243,13 @@ def test_what_the_person_asked_to_remember_is_offered_in_their_words(message, ex
 ])
 def test_a_german_statement_is_offered_in_the_third_person(message, expected):
     assert gate.unsaved_statements(sources(message)) == expected
+
+
+def test_the_new_reasons_read_in_german():
+    from django.utils import translation
+
+    with translation.override("de"):
+        said = {code: str(gate.REASONS[code]) for code in (gate.ASKED_UNSAVED, gate.NEGATED, gate.UNREAD_LANGUAGE)}
+    assert said[gate.NEGATED].startswith("Es behauptet") and "„nicht“" in said[gate.NEGATED]
+    assert said[gate.ASKED_UNSAVED].startswith("Sie haben darum gebeten")
+    assert said[gate.UNREAD_LANGUAGE].startswith("Ihre Nachricht ist in einer Sprache")
