@@ -253,3 +253,15 @@ def test_the_new_reasons_read_in_german():
     assert said[gate.NEGATED].startswith("Es behauptet") and "„nicht“" in said[gate.NEGATED]
     assert said[gate.ASKED_UNSAVED].startswith("Sie haben darum gebeten")
     assert said[gate.UNREAD_LANGUAGE].startswith("Ihre Nachricht ist in einer Sprache")
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("Erinnerst du dich, womit wir hier CI machen?", True),
+    ("Welchen Editor nutze ich nochmal?", True),
+    ("Wo wohne ich?", True),
+    ("Wie funktioniert asyncio?", False),
+    ("Ich nutze Helm; wie deployen wir nochmal?", False),  # states something: keeps the tool
+    ("Wie mache ich den letzten Git-Commit rückgängig?", False),  # a coding question
+])
+def test_a_german_question_about_what_memory_holds(message, expected):
+    assert gate.asks_memory(message) is expected

@@ -124,7 +124,8 @@ ABOUT_ME = _words(r"\büber mich\b")
 ASKS_MEMORY = _words(
     r"\berinnere mich\b|\bhabe ich (?:dir )?(?:gesagt|erzählt|erwähnt)\b|\bnochmal\s*\?\s*$|"
     r"\b(?:was|welche[rsmn]?|wer|wo|wann|wie)\b[^?]{0,50}?\b(?:bin ich|ist mein|sind meine|mein|meine|"
-    r"nutzen wir|nutze ich|unser|unsere)\b"
+    r"nutzen wir|nutze ich|verwende ich|benutze ich|bevorzuge ich|mag ich|wohne ich|lebe ich|arbeite ich|"
+    r"heiße ich|unser|unsere)\b"
 )
 LEAD_IN = re.compile(
     r"^(?:kurze frage|eine frage|frage|nur zur sicherheit|übrigens|ach ja)\b[^:?.!\n]{0,60}:\s+(?=[^\n]*\?\s*$)",
