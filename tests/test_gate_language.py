@@ -220,6 +220,8 @@ def test_a_secret_is_refused_by_value_in_a_language_without_rules():
     ("Onthoud dat ik altijd tabs gebruik", ["Ik altijd tabs gebruik."], gate.ASKED_UNSAVED),
     ("retiens que mon mot de passe du VPN est Prune-Orage-5518", [], gate.ASKED_UNSAVED),  # a secret: nothing
     ("remember: I finished the parser today", [], gate.ASKED_UNSAVED),  # passing
+    ("Remember to run the migrations before deploying", ["Remember to run the migrations before deploying."],
+     gate.ASKED_UNSAVED),  # "remember to ...": the instruction is the fact
     ("Jestem programistą backendu i używam Pythona", [], gate.UNSAVED),  # unread, and not asked for
 ])
 def test_what_the_person_asked_to_remember_is_offered_in_their_words(message, expected, why):

@@ -35,7 +35,7 @@ CONTRAST = ("over", "instead of", "rather than", "than", "not", "never", "no", "
 # the entry offered in their words.
 REMEMBER_LEAD = _words(
     r"^\W*(?:please\s+)?(?:(?:do\s+)?remember|memori[sz]e|note(?:\s+down)?|make a note|take a note|keep in mind|"
-    r"(?:do not|don'?t) forget)\b(?:\s+(?:this|that|it))?(?:\s+about me)?\s*[:,-]?\s*(?:that\s+)?"
+    r"(?:do not|don'?t) forget)\b(?!\s+to\b)(?:\s+(?:this|that|it))?(?:\s+about me)?\s*[:,-]?\s*(?:that\s+)?"
 )
 
 
