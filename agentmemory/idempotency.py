@@ -71,6 +71,8 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from .conf import memory_settings
 from .models import IdempotencyKey
@@ -96,18 +98,16 @@ INVALID_KEY = "invalid_idempotency_key"
 KEY_REUSED = "idempotency_key_reused"
 KEY_IN_USE = "idempotency_key_in_use"
 
-INVALID_KEY_MESSAGE = (
-    f"The {HEADER} header must be 1 to {MAX_KEY_LENGTH} visible ASCII characters (letters, digits or "
+# In the request's language: each exception reads its sentence when it is raised (`message`).
+INVALID_KEY_MESSAGE = format_lazy(gettext_lazy(
+    "The {header} header must be 1 to {length} visible ASCII characters (letters, digits or "
     "punctuation; no spaces, commas, quotes or backslashes), sent once, bare or in double quotes. "
-    "A random UUID is a good key."
-)
-KEY_REUSED_MESSAGE = (
-    f"This {HEADER} was already used for a different request. Send a new key with each new request, "
-    "and the same key only to retry the same request."
-)
-KEY_IN_USE_MESSAGE = (
-    f"The first request with this {HEADER} is still running. Retry in a moment to get its result."
-)
+    "A random UUID is a good key."), header=HEADER, length=MAX_KEY_LENGTH)
+KEY_REUSED_MESSAGE = format_lazy(gettext_lazy(
+    "This {header} was already used for a different request. Send a new key with each new request, "
+    "and the same key only to retry the same request."), header=HEADER)
+KEY_IN_USE_MESSAGE = format_lazy(gettext_lazy(
+    "The first request with this {header} is still running. Retry in a moment to get its result."), header=HEADER)
 
 
 class InvalidKey(ValueError):
@@ -116,8 +116,8 @@ class InvalidKey(ValueError):
     code = INVALID_KEY
 
     def __init__(self) -> None:
-        super().__init__(INVALID_KEY_MESSAGE)
-        self.message = INVALID_KEY_MESSAGE
+        self.message = str(INVALID_KEY_MESSAGE)
+        super().__init__(self.message)
 
 
 class KeyReused(Exception):
@@ -126,8 +126,8 @@ class KeyReused(Exception):
     code = KEY_REUSED
 
     def __init__(self) -> None:
-        super().__init__(KEY_REUSED_MESSAGE)
-        self.message = KEY_REUSED_MESSAGE
+        self.message = str(KEY_REUSED_MESSAGE)
+        super().__init__(self.message)
 
 
 class InProgress(Exception):
@@ -136,8 +136,8 @@ class InProgress(Exception):
     code = KEY_IN_USE
 
     def __init__(self, retry_after: int = RETRY_AFTER_SECONDS) -> None:
-        super().__init__(KEY_IN_USE_MESSAGE)
-        self.message = KEY_IN_USE_MESSAGE
+        self.message = str(KEY_IN_USE_MESSAGE)
+        super().__init__(self.message)
         self.retry_after = retry_after
 
 

@@ -96,3 +96,16 @@ def test_the_memory_apis_own_refusals_are_translated(user, call, code):
     assert english.status_code == german.status_code == 400
     assert english.json()["code"] == german.json()["code"] == code
     assert german.json()["detail"] != english.json()["detail"], german.json()["detail"]
+
+
+@override_settings(CHAT_TURN_RATE="1000/min")
+@pytest.mark.parametrize("path, body", [
+    ("/api/chat/turns/", {"content": "hello", "conversation_id": None}),
+    ("/api/memory/operations/", {"operations": [{"target": "memory", "action": "add", "content": "Uses tea"}]}),
+])
+def test_an_idempotency_key_refused_is_said_in_german(user, path, body):
+    english, german = both(user, lambda client: client.post(path, body, format="json",
+                                                            HTTP_IDEMPOTENCY_KEY="no spaces allowed"))
+    assert english.status_code == german.status_code == 400
+    assert english.json()["code"] == german.json()["code"] == "invalid_idempotency_key"
+    assert "Idempotency-Key" in german.json()["detail"] and german.json()["detail"] != english.json()["detail"]
