@@ -348,19 +348,28 @@ _GATE_REFUSALS = {
 }
 
 
+def refuse_by_gate(applied: Applied, sources: gate.TurnSources) -> None:
+    """Raise MemoryValidationError for the first change of the batch trusted code refuses (`gate.refusal`).
+
+    Every tool that stages for a model calls it: memory_update here, Claude's memory tool
+    (`integrations.claude_memory`).
+    """
+    for position, (operation, effect) in enumerate(zip(applied.operations, applied.effects), start=1):
+        if effect in NO_CHANGE:
+            continue
+        why = gate.refusal(operation, sources)
+        if why:
+            code, message = _GATE_REFUSALS[why]
+            raise MemoryValidationError(message, code=code, position=position, target=operation.target)
+
+
 def _acceptor(sources: gate.TurnSources | None):
     """`_accept`, and with the turn's sources the gate's refusals too."""
     if sources is None:
         return _accept
 
     def accept(applied: Applied) -> bool:
-        for position, (operation, effect) in enumerate(zip(applied.operations, applied.effects), start=1):
-            if effect in NO_CHANGE:
-                continue
-            why = gate.refusal(operation, sources)
-            if why:
-                code, message = _GATE_REFUSALS[why]
-                raise MemoryValidationError(message, code=code, position=position, target=operation.target)
+        refuse_by_gate(applied, sources)
         return _accept(applied)
 
     return accept

@@ -20,7 +20,9 @@ commands.
 
 For Anthropic's tool runner (`client.beta.messages.tool_runner`) use
 `ClaudeMemoryTool` inside `MemoryTurn.attempt()` instead and commit yourself,
-as `run_with_memory` does.
+as `run_with_memory` does; give the turn each of your tools' results
+(`MemoryTurn.heard_tool_result`), as `run_with_memory` does, so a secret a
+tool returned is never stored.
 """
 from __future__ import annotations
 
@@ -120,7 +122,9 @@ async def _result(call, turn: MemoryTurn, handlers: Mapping[str, ToolHandler]) -
     handler = handlers.get(call.name)
     if handler is None:
         return _block(call.id, f"There is no tool named {json.dumps(call.name)[:60]} here.", True)
-    return _block(call.id, await handler(call.input), False)
+    text = await handler(call.input)
+    turn.heard_tool_result(text)  # a value it gives as a secret is refused in what Claude stages after it
+    return _block(call.id, text, False)
 
 
 def _block(tool_use_id: str, text: str, is_error: bool) -> dict:

@@ -49,6 +49,7 @@ from ..rules import (
 from ..scope import MemoryLedger, MemoryRequest, get_memory_request, stage_batch
 from ..telemetry import memory_span
 from ..threats import MAX_SCAN_CHARS, is_blocked
+from ..tool import refuse_by_gate
 
 TOOL_NAME = "memory"
 TOOL_TYPE = "memory_20250818"
@@ -304,7 +305,7 @@ def _stage(
         return CommandReply(f"Nothing changed: {path} already reads like this. Do not repeat this command; answer "
                             "the user.", status="unchanged")
     try:
-        applied = stage_batch(ledger, operations, request.limits, accept=_changes, today=request.today)
+        applied = stage_batch(ledger, operations, request.limits, accept=_accepting(request), today=request.today)
     except MemoryValidationError as exc:
         if exc.code == "over_capacity":
             ledger.capacity_refused = True
@@ -326,6 +327,20 @@ def _stage(
 
 def _changes(applied: Applied) -> bool:
     return applied.changes
+
+
+def _accepting(request: MemoryRequest):
+    """`_changes`, and with the turn's messages the gate's refusals, as memory_update has them (a secret the
+    turn gave, in the person's words or a tool result, is never staged)."""
+    sources = request.sources if memory_settings().gate else None
+    if sources is None:
+        return _changes
+
+    def accept(applied: Applied) -> bool:
+        refuse_by_gate(applied, sources)
+        return applied.changes
+
+    return accept
 
 
 def _rule_text(exc: MemoryValidationError, path: str, request: MemoryRequest, count: int) -> str:

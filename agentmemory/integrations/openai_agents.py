@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, FunctionTool, RunConfig, Runner, RunResult
+from agents import Agent, FunctionTool, RunConfig, RunHooks, Runner, RunResult
 
 from ..tool import DESCRIPTION, PARAMETERS, TOOL_NAME, handle_memory_update
 from ..turn import MemoryOutcome, MemoryTurn
@@ -80,6 +80,32 @@ def _instructions(base, block: str):
     return dynamic
 
 
+class HeardToolResults(RunHooks):
+    """The run's own hooks, and each tool result but memory_update's handed to the turn as it arrives.
+
+    A value a tool returns as a secret is then refused in what the model
+    stages after it (`MemoryTurn.heard_tool_result`).
+    """
+
+    def __init__(self, turn: MemoryTurn, hooks: RunHooks | None = None) -> None:
+        self.turn = turn
+        self.hooks = hooks
+
+    async def on_tool_end(self, context, agent, tool, result) -> None:
+        if getattr(tool, "name", "") != TOOL_NAME:
+            self.turn.heard_tool_result(result if isinstance(result, str) else str(result))
+        if self.hooks is not None:
+            await self.hooks.on_tool_end(context, agent, tool, result)
+
+    def __getattribute__(self, name: str):
+        # Every other hook is the run's own (whatever hooks this SDK version has).
+        if name.startswith("on_") and name != "on_tool_end":
+            hooks = object.__getattribute__(self, "hooks")
+            if hooks is not None:
+                return getattr(hooks, name)
+        return object.__getattribute__(self, name)
+
+
 def private_run_config(run_config: RunConfig | None) -> RunConfig:
     """Return the run config with the SDK's capture of model and tool data off."""
     return dataclasses.replace(run_config or RunConfig(), trace_include_sensitive_data=False)
@@ -109,11 +135,14 @@ async def run_with_memory(
     request_agent = agent_with_memory(agent, turn)
     try:
         with turn.attempt():
-            result = await Runner.run(request_agent, input, run_config=private_run_config(run_config), **runner)
+            hooks = HeardToolResults(turn, runner.pop("hooks", None))
+            result = await Runner.run(request_agent, input, run_config=private_run_config(run_config), hooks=hooks,
+                                      **runner)
     except BaseException:  # MaxTurnsExceeded, a tripwire, a model error, a cancel: nothing is saved
         await turn.discard(reason="turn_failed")
         raise
     return MemoryRun(result, await turn.commit(cancel_event=cancel_event))
 
 
-__all__ = ["MEMORY_TOOL", "MemoryRun", "agent_with_memory", "private_run_config", "run_with_memory"]
+__all__ = ["MEMORY_TOOL", "HeardToolResults", "MemoryRun", "agent_with_memory", "private_run_config",
+           "run_with_memory"]

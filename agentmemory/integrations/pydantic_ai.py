@@ -20,6 +20,7 @@ agent whose instrumentation records content. Instrument it with
 """
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -48,16 +49,36 @@ class MemoryToolset(FunctionToolset):
         self.turn = turn
         self.person = person
 
+        heard: set[str] = set()
+
         async def memory_update(ctx: RunContext[Any], **arguments: Any) -> dict:
             if str(person(ctx.deps)) != str(turn.user_id):
                 return {"success": False, "status": "no_scope", "code": "no_scope",
                         "error": "Memory is not available in this run; nothing was saved. Answer without it."}
+            hear_tool_returns(turn, ctx.messages, heard)
             return handle_memory_update(arguments)  # stages on the attempt's ledger; never writes
 
         tools = (
             [Tool.from_schema(memory_update, TOOL_NAME, DESCRIPTION, PARAMETERS, takes_ctx=True)] if turn.tools else []
         )
         super().__init__(tools, id="agentmemory")
+
+
+def hear_tool_returns(turn: MemoryTurn, messages, heard: set[str]) -> None:
+    """Hand the turn each tool result of the run so far but memory_update's own, once (`heard`: call ids).
+
+    A value a tool returned as a secret (in this run or in the message
+    history it was given) is then refused in what the model stages.
+    """
+    for message in messages:
+        for part in getattr(message, "parts", ()):
+            if getattr(part, "part_kind", "") != "tool-return" or part.tool_name == TOOL_NAME:
+                continue
+            if part.tool_call_id in heard:
+                continue
+            heard.add(part.tool_call_id)
+            content = part.content
+            turn.heard_tool_result(content if isinstance(content, str) else json.dumps(content, default=str))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from agents import Agent, GuardrailFunctionOutput, OutputGuardrailTripwireTrigge
 
 from agentmemory.integrations.openai_agents import MEMORY_TOOL, run_with_memory
 from agentmemory.testing.contract import People
-from agentmemory.testing.model_server import Say, ScriptedServer
+from agentmemory.testing.model_server import Call, Say, ScriptedServer
 from loops import agents_sdk
 from tests.drivers import AgentsSdkLoop, openai_client
 
@@ -77,3 +77,24 @@ async def test_an_agent_with_its_own_memory_update_is_refused_before_the_model_i
         await run_with_memory(agent, "Hello.", user_id=person.pk)
     await client.close()
     assert server.requests == []
+
+
+async def test_a_secret_one_of_the_agents_tools_returned_is_refused_when_the_model_copies_it(server):
+    from agents import function_tool
+
+    from tests.drivers import memory_update
+
+    @function_tool
+    def read_notes() -> str:
+        """The person's notes."""
+        return "Home wifi password is swordfish99"
+
+    person = await People().make("alice")
+    client = openai_client(server)
+    agent = agents_sdk.support_agent(client, model="scripted").clone(tools=[read_notes])
+    server.push(Call("read_notes", {}), memory_update("Home wifi: swordfish99"), Say("I can't keep that."))
+    run = await run_with_memory(agent, "Read my notes, then save the wifi to memory.", user_id=person.pk)
+    await client.close()
+    assert run.memory.status == "nothing_to_commit"
+    assert await People().stored(person) == ()
+    assert '"threat_secret"' in server.requests[2].tool_results[-1]

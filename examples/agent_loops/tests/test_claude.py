@@ -93,3 +93,21 @@ async def test_the_memory_tool_in_anthropics_tool_runner_stages_on_the_turn(serv
     assert (await memory_turn.commit()).status == "committed"
     assert await people.stored(person) == ("Deploys with Helm.",)
     assert json.loads(server.requests[0].text)["tools"][0]["type"] == "memory_20250818"
+
+
+async def test_a_secret_one_of_your_tools_returned_is_refused_when_claude_copies_it_into_memory(server, client):
+    people = People()
+    person = await people.make("alice")
+    notes = {"name": "notes", "description": "The person's notes.", "input_schema": {"type": "object"}}
+
+    async def read_notes(arguments) -> str:
+        return "Home wifi password is swordfish99"
+
+    server.push(Call("notes", {}), memory(command="insert", path="/memories/profile.md", insert_line=0,
+                                          insert_text="Home wifi: swordfish99"), Say("I can't keep that."))
+    result = await turn(client, person, "Read my notes, then save the wifi to memory.", tools=[notes],
+                        tool_handlers={"notes": read_notes})
+    assert result.memory.status == "nothing_to_commit"
+    assert await people.stored(person) == ()
+    refused = server.requests[2].body["messages"][-1]["content"][0]
+    assert refused["is_error"] is True

@@ -78,3 +78,25 @@ async def test_an_agent_instrumented_to_record_content_is_refused_before_any_req
     server.push(Say("Hello."))  # the memory-free mode has no memory to copy
     assert (await pydantic_agent.answer(agent, user_id=person.pk, question="Hello.", memory=False))[0] == "Hello."
     await client.close()
+
+
+async def test_a_secret_one_of_the_agents_tools_returned_is_refused_when_the_model_copies_it(server):
+    from agentmemory.testing.model_server import Call
+    from tests.drivers import memory_update
+
+    people = People()
+    person = await people.make("alice")
+    client = openai_client(server)
+    agent = pydantic_agent.support_agent(client, model="scripted")
+
+    @agent.tool_plain
+    def read_notes() -> str:
+        """The person's notes."""
+        return "Home wifi password is swordfish99"
+
+    server.push(Call("read_notes", {}), memory_update("Home wifi: swordfish99"), Say("I can't keep that."))
+    text, outcome = await pydantic_agent.answer(agent, user_id=person.pk, question="Read my notes, then save the wifi to memory.")
+    await client.close()
+    assert outcome.status == "nothing_to_commit"
+    assert await people.stored(person) == ()
+    assert '"threat_secret"' in server.requests[2].tool_results[-1]
