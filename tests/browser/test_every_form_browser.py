@@ -53,6 +53,11 @@ def watch(page) -> list[str]:
     return problems
 
 
+def settled(page) -> None:
+    """Wait until memory.js has put the fresh entries in (its own refresh and the socket's)."""
+    expect(page.locator("#memory-page[data-refreshing]")).to_have_count(0)
+
+
 def fits(page) -> None:
     assert sideways_overflow(page) <= 0, "the page scrolls sideways"
 
@@ -96,25 +101,31 @@ def test_every_memory_page_form_with_javascript_on(new_context, size):
     assert snapshot_of(erin).expiry_of("memory", FRIDAYS) == when
     expect(page.locator("#history")).to_contain_text("Changed the expiry of 1 entry in your notes")
     assert same_document(page)
+    settled(page)
 
     # History: undo the expiry change, then restore the version it left.
     page.locator("#history .change-undo button").first.click()
     expect(status).to_contain_text("Undone: your memory is as it was before that change.")
     assert snapshot_of(erin).expiry_of("memory", FRIDAYS) is None
+    expect(page.locator("#history .change")).to_have_count(3)  # the undo is a change of its own
+    settled(page)
     page.locator("#history .change-restore button").nth(1).click()
     expect(status).to_contain_text("Restored: your memory is as that change left it.")
     assert snapshot_of(erin).expiry_of("memory", FRIDAYS) == when
     assert same_document(page)
+    settled(page)
 
     # Tidy up proposes; Save saves, in place.
     page.get_by_role("button", name="Tidy up your notes").click()
     expect(page.locator(".proposal")).to_have_count(1)
+    settled(page)
     fits(page)
     assert_no_axe_violations(page, "the memory page with a Tidy up proposal")
     page.locator(".proposal").get_by_role("button", name="Save this proposed change").click()
     expect(status).to_contain_text("Saved to your memory.")
     assert snapshot_of(erin).memory == (VIM, FRIDAYS)
     assert same_document(page)
+    settled(page)
 
     # Import: read, review (one card per item on a phone), save.
     page.locator("#import-text").fill(f"- {WINDOW}\n- {INJECTION}\n")

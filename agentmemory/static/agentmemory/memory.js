@@ -379,6 +379,8 @@
     var url = window.location.pathname + window.location.search;
     var state = { again: null };
     refreshing = state;
+    // While set, the entries are about to be replaced (a test, or a person's tool, can wait for it to go).
+    root.setAttribute("data-refreshing", "true");
     state.promise = fetch(url, {
       credentials: "same-origin",
       headers: { Accept: "text/html" },
@@ -414,7 +416,11 @@
       offerReload(gettext("Your memory changed. Reload the page to see the current entries."));
     }).then(function () {
       refreshing = null;
-      if (state.again) refresh(state.again);
+      if (state.again) {
+        refresh(state.again);
+      } else {
+        root.removeAttribute("data-refreshing");
+      }
     });
     return state.promise;
   }
