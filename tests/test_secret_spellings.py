@@ -208,3 +208,16 @@ def test_a_message_read_before_is_not_read_again_and_the_memory_of_them_is_bound
     assert len(calls) == 3  # the repeat and the last "hello" were not read again
     assert len(read._read) == 2
     assert "swordfish99" in read.secrets("Home wifi password is swordfish99")
+
+
+def test_every_tool_result_shape_is_a_source_of_secrets_and_json_is_read_unescaped():
+    from agentmemory.gate import turn_secrets
+
+    found = turn_secrets([
+        {"role": "tool", "content": json.dumps({"hits": [{"match": "la contraseña del wifi es Gato-Azul-77"}]})},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "Home wifi password is swordfish99"}]}]},
+        {"type": "function_call_output", "call_id": "c1", "output": "My vault code is 48213579."},
+        {"role": "assistant", "content": "Your door code is 55119933."},  # the assistant's words are no source
+    ])
+    assert found == ("Gato-Azul-77", "swordfish99", "48213579")

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from ..threats import SECRET, scan_entry
 from ..threats.credentials import secret_values
 from ..threats.spellings import MIN_CANONICAL
-from .features import message_text
 
 if TYPE_CHECKING:
     from .sources import TurnSources
@@ -55,6 +54,8 @@ def _loose_secrets(text: str) -> list[str]:
 MIN_FRAGMENT = MIN_CANONICAL
 # Roles whose messages are sources of secrets: the person's, and every tool result.
 SOURCE_ROLES = frozenset({"user", "tool", "function"})
+# Items without a role that are tool results (the Responses API's, as the OpenAI Agents SDK passes them).
+TOOL_RESULT_TYPES = frozenset({"function_call_output", "tool_result"})
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -68,15 +69,38 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+# Where a message's parts hold text: a text part, a tool result block (Anthropic's `tool_result`), a
+# Responses API `function_call_output`.
+_TEXT_KEYS = ("text", "content", "output")
+
+
+def _part_texts(content: object) -> Iterator[str]:
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping):
+                for key in _TEXT_KEYS:
+                    yield from _part_texts(part.get(key))
+
+
+def is_source(message: Mapping) -> bool:
+    """True for a message whose text may give a secret: the person's, and every tool result."""
+    return str(message.get("role") or "") in SOURCE_ROLES or message.get("type") in TOOL_RESULT_TYPES
+
+
 def source_text(message: Mapping) -> str:
-    """A message's text as a source of secrets: a tool result in JSON is read as its strings (unescaped)."""
-    text = message_text(message.get("content"))
-    if str(message.get("role") or "") != "user" and text[:1] in ("{", "["):
-        try:
-            return "\n".join(_strings(json.loads(text)))
-        except ValueError:
-            pass
-    return text
+    """A message's text as a source of secrets: its text parts and tool results, JSON read as its strings."""
+    content = message.get("content") if "content" in message else message.get("output")
+    texts = []
+    for text in _part_texts(content):
+        if text[:1] in ("{", "[") and str(message.get("role") or "") != "user":
+            try:
+                text = "\n".join(_strings(json.loads(text)))
+            except ValueError:
+                pass
+        texts.append(text)
+    return "\n".join(texts)
 
 
 def text_secrets(text: str) -> tuple[str, ...]:
@@ -122,7 +146,7 @@ def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
     """Every value a message the person wrote or a tool result presented as a secret, oldest first."""
     secrets: dict[str, None] = {}  # ordered, without repeats
     for message in messages:
-        if str(message.get("role") or "") in SOURCE_ROLES:
+        if is_source(message):
             for value in READ_MESSAGES.secrets(source_text(message)):
                 secrets.setdefault(value)
     return tuple(secrets)
