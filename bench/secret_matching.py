@@ -11,7 +11,7 @@ Django settings; the texts are synthetic and nothing of them is printed.
 
 Target: the gate's cost per turn under 1 ms at the 95th percentile.
 
-Run: `.venv/bin/python bench/secrets.py [--turns N] [--json]`. Times are the
+Run: `.venv/bin/python bench/secret_matching.py [--turns N] [--json]`. Times are the
 thread's CPU time (`time.thread_time`), so other processes on the machine do
 not count against it.
 """
