@@ -109,3 +109,17 @@ def test_an_idempotency_key_refused_is_said_in_german(user, path, body):
     assert english.status_code == german.status_code == 400
     assert english.json()["code"] == german.json()["code"] == "invalid_idempotency_key"
     assert "Idempotency-Key" in german.json()["detail"] and german.json()["detail"] != english.json()["detail"]
+
+
+def test_a_broken_rule_is_said_in_german_with_its_code_and_position(user):
+    batch = {"operations": [{"target": "memory", "action": "add", "content": "Uses tea"},
+                            {"target": "memory", "action": "remove", "match": "coffee"}]}
+    english, german = both(user, lambda client: client.post("/api/memory/operations/", batch, format="json"))
+    assert english.status_code == german.status_code == 400
+    assert english.json()["code"] == german.json()["code"] == "no_match"
+    assert english.json()["position"] == german.json()["position"] == 2
+    assert german.json()["detail"] != english.json()["detail"]
+    with translation.override("de"):
+        from agentmemory import words
+
+        assert german.json()["detail"] == words.rule_message("no_match", target="memory")

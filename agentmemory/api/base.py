@@ -6,6 +6,7 @@ import logging
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
@@ -15,7 +16,8 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from .. import idempotency
+from .. import idempotency, words
+from ..conf import memory_settings
 from ..parsers import TOO_DEEP, BodyTooLarge, BoundedJSONParser, JSONTooDeep, too_large_message
 from ..rules import MemoryValidationError
 from ..serializers import MemoryErrorSerializer
@@ -48,6 +50,14 @@ def error_response(code: str, detail: str, *, position: int | None = None, statu
 OPERATIONS_LEASE_SECONDS = 60
 
 
+def _rule_detail(exc: MemoryValidationError) -> str:
+    """A broken rule's sentence: in English the tool's own reply (what the model reads, naming the operation);
+    in another language the person's sentence for its code (the memory page's), as `position` names the operation."""
+    if (get_language() or "en").split("-")[0] == "en":
+        return exc.message
+    return words.rule_message(exc.code, target=exc.target, limits=memory_settings().limits)
+
+
 class MemoryAPIView(APIView):
     throttle_classes = [MemoryWriteThrottle]
     # JSON only, bounded in size and depth: the same parser, and the same
@@ -56,7 +66,7 @@ class MemoryAPIView(APIView):
 
     def handle_exception(self, exc):
         if isinstance(exc, MemoryValidationError):
-            return error_response(exc.code, exc.message, position=exc.position)
+            return error_response(exc.code, _rule_detail(exc), position=exc.position)
         if isinstance(exc, (idempotency.InvalidKey, idempotency.KeyReused)):
             code = 400 if isinstance(exc, idempotency.InvalidKey) else 422
             return error_response(exc.code, exc.message, status_code=code)
