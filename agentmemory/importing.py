@@ -30,12 +30,10 @@ import's content is ever logged: only its format, counts and codes.
 from __future__ import annotations
 
 import logging
-import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import expiry, passport, proposals, store
+from . import expiry, gate, passport, proposals, store
 from .conf import memory_settings
 from .rules import (
     TARGETS,
@@ -131,7 +129,7 @@ def propose(*, user_id, data: bytes | str, routes: Mapping[int, str] | None = No
         except MemoryValidationError as exc:
             refused.append(_refused(item.content, exc.code, presented))
             continue
-        if presented is not None and presented.search(content):
+        if presented is not None and gate.secret_in(content, presented):
             refused.append(_refused(content, SECRET, presented))
         elif content in stored:
             refused.append(_refused(content, ALREADY_STORED, presented))
@@ -199,20 +197,19 @@ def _readable_last(entries: tuple[str, ...]) -> str | None:
     return entries[-1] if entries and is_blocked(entries[-1]) is None else None
 
 
-def _presented_secrets(passages: tuple[str, ...]) -> re.Pattern[str] | None:
-    """The values the import's texts present as secrets, as one pattern (None: none), longest first."""
-    values = {value for passage in passages for value in secret_values(passage)}
-    if not values:
-        return None
-    return re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
+def _presented_secrets(passages: tuple[str, ...]) -> gate.TurnSources | None:
+    """The values the import's texts present as secrets (None: none), matched in every spelling by the gate's
+    own check (`gate.secret_in`, as for the model's writes)."""
+    values = tuple(dict.fromkeys(value for passage in passages for value in secret_values(passage)))
+    return gate.TurnSources(secrets=values) if values else None
 
 
 def is_import(proposal: proposals.Proposal) -> bool:
     return bool(proposal.operations) and all(op.imported and op.action == "add" for op in proposal.operations)
 
 
-def _refused(content: str, code: str, presented: re.Pattern[str] | None = None) -> RefusedItem:
+def _refused(content: str, code: str, presented: gate.TurnSources | None = None) -> RefusedItem:
     """A refused item; its text is not sent back when any secret rule fires on it, whatever the reason given."""
     secret = (code in _NOT_SHOWN or secret_values(content)
-              or (presented is not None and presented.search(unicodedata.normalize("NFC", content))))
+              or (presented is not None and gate.secret_in(content, presented)))
     return RefusedItem("" if secret else content, code)

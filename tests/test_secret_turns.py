@@ -155,3 +155,16 @@ def test_make_room_never_offers_a_sensitive_value_again(user, tidy_model):
     [proposal] = [p for p in proposals.pending(user_id=user.pk) if p.id == proposal_id]
     assert [op.content for op in proposal.operations if op.action == "add"] == ["Uses Neovim as the editor."]
     assert not MemoryProposal.objects.filter(user=user, operations__icontains="48213579").exists()
+
+
+def test_an_import_refuses_an_item_that_re_spells_a_secret_another_item_gave(user):
+    from agentmemory import importing
+
+    data = "Prefers tea.\nWifi password: swordfish99\nWifi backup: SWORDFISH_99\nGuest wifi: 99hsifdrows\n"
+
+    result = importing.propose(user_id=user.pk, data=data)
+
+    assert [item.content for item in result.items] == ["Prefers tea."]
+    assert [item.code for item in result.refused] == ["threat_secret"] * 3
+    assert all(item.content == "" for item in result.refused)  # no secret is shown back
+    assert not MemoryProposal.objects.filter(user=user, operations__icontains="swordfish").exists()
