@@ -219,6 +219,9 @@ def test_a_secret_is_refused_by_value_in_a_language_without_rules():
     ("retiens que je préfère les réponses courtes", ["Je préfère les réponses courtes."], gate.ASKED_UNSAVED),
     ("Onthoud dat ik altijd tabs gebruik", ["Ik altijd tabs gebruik."], gate.ASKED_UNSAVED),
     ("retiens que mon mot de passe du VPN est Prune-Orage-5518", [], gate.ASKED_UNSAVED),  # a secret: nothing
+    ("Merk dir bitte mein VPN-Passwort: Kiefer-Nebel-2291", [], gate.ASKED_UNSAVED),
+    ("Recuerda que el código de la alarma es 4821", [], gate.ASKED_UNSAVED),
+    ("Onthoud dat mijn pincode 8841 is", [], gate.ASKED_UNSAVED),
     ("remember: I finished the parser today", [], gate.ASKED_UNSAVED),  # passing
     ("Remember to run the migrations before deploying", ["Remember to run the migrations before deploying."],
      gate.ASKED_UNSAVED),  # "remember to ...": the instruction is the fact

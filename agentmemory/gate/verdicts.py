@@ -173,12 +173,22 @@ def _own_words(clause: str) -> str | None:
     return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
 
 
+# A secret labelled in any shipped language, then "is" / ":" / "=" and a value with a digit ("Mein VPN-Passwort:
+# Kiefer-Nebel-2291", "mot de passe du VPN est ..."): trusted code never offers it, whatever the scans read.
+_LABELLED_VALUE = re.compile(
+    r"\b(?:" + "|".join(sorted({re.escape(label) for module in LANGUAGES.values() for label in module.SECRET_LABELS},
+                               key=len, reverse=True))
+    + r")\b(?:[ \t]+[^\s:=]+){0,6}?[ \t]*(?:\b(?:is|was|ist|war|est|es|è|é|são|era)\b|:|=)[ \t]*\S*\d",
+    re.IGNORECASE,
+)
+
+
 def _offer(entries, sources: TurnSources) -> list[str]:
     offered: list[str] = []
     for entry in entries:
         # The scans last: most refused entries are refused by a rule that costs microseconds.
         if (entry is None or entry in offered or states_nothing(entry, sources) or entry_reason(entry, sources)
-                or scan_entry(entry) is not None or withheld(entry, sources)):
+                or _LABELLED_VALUE.search(entry) or scan_entry(entry) is not None or withheld(entry, sources)):
             continue
         offered.append(entry)
         if len(offered) == MAX_UNSAVED:
