@@ -221,3 +221,12 @@ def test_every_tool_result_shape_is_a_source_of_secrets_and_json_is_read_unescap
         {"role": "assistant", "content": "Your door code is 55119933."},  # the assistant's words are no source
     ])
     assert found == ("Gato-Azul-77", "swordfish99", "48213579")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Merk dir bitte mein VPN-Passwort: Kiefer-Nebel-2291", "Kiefer-Nebel-2291"),
+    ("Mein Bankpasswort lautet Haus-Baum-7781", "Haus-Baum-7781"),
+    ("Die Bankkarten-PIN ist 4821", "4821"),
+])
+def test_a_label_joined_to_another_word_is_still_a_label(text, value):
+    assert value in secret_values(text)

@@ -62,9 +62,11 @@ _ANSWER = (
     r"|meisjesnaam van mijn moeder"
 )
 _PASSWORD = (
-    r"pass(?:word|phrase|wort)s?|passwd|pwd|kennwort|mot de passe|contrase[ñn]a|clave|senha|wachtwoord"
-    r"|password|parola d'ordine|wifi key|wlan-?schl[üu]ssel|netzwerkschl[üu]ssel"
+    r"pass(?:word|phrase|wort)s?|\w+(?:passwort|kennwort)|passwd|pwd|kennwort|mot de passe|contrase[ñn]a|clave"
+    r"|senha|wachtwoord|password|parola d'ordine|wifi key|wlan-?schl[üu]ssel|netzwerkschl[üu]ssel"
 )
+# A label starts a word, or follows a word and a hyphen: "VPN-Passwort", "Bankkarten-PIN", "wifi-password".
+_LABEL_START = r"(?<![\w-])(?:\w+-)?"
 # A few words naming what the secret opens, between the label and the connector ("PIN of my bank card is",
 # "mot de passe du VPN est", "PIN meiner Bankkarte ist"): they start with a preposition or an article, so
 # "password manager: 1Password" and "password hasher is Argon2" name no password.
@@ -74,18 +76,18 @@ _QUALIFIER = (
 )
 _WORDS = r"(?P<words>[ \t]+(?:" + _QUALIFIER + r")(?:[ \t]+[^\s\d:=.,;!?]+){0,4}?)?"
 _NUMBERS = re.compile(
-    r"(?<![\w-])(?:" + _PIN + "|" + _COMBINATION + "|" + _CODE + r")(?![\w-])" + _WORDS
+    _LABEL_START + r"(?:" + _PIN + "|" + _COMBINATION + "|" + _CODE + r")(?![\w-])" + _WORDS
     + r"[ \t]*(?P<connector>" + _CONNECTOR + r"(?![\w])[ \t]*)?[\"'`“‘«]?"
     r"(?P<value>\d+(?:[ .\-/]\d+)*|[A-Za-z]*\d[A-Za-z0-9]*)(?![\w-])",
     re.IGNORECASE,
 )
 _ANSWERS = re.compile(
-    r"(?<![\w-])(?:" + _ANSWER + r")(?![\w-])" + _WORDS + r"[ \t]*(?P<connector>" + _CONNECTOR
+    _LABEL_START + r"(?:" + _ANSWER + r")(?![\w-])" + _WORDS + r"[ \t]*(?P<connector>" + _CONNECTOR
     + r")(?![\w])[ \t]*[\"'`“‘«]?(?P<value>[^\s.,;!?\"'`”’»]+(?:[ \t]+[^\s.,;!?\"'`”’»]+){0,3})",
     re.IGNORECASE,
 )
 _PASSWORDS = re.compile(
-    r"(?<![\w-])(?:" + _PASSWORD + r")(?![\w-])" + _WORDS + r"[ \t]*(?P<connector>" + _CONNECTOR
+    _LABEL_START + r"(?:" + _PASSWORD + r")(?![\w-])" + _WORDS + r"[ \t]*(?P<connector>" + _CONNECTOR
     + r")(?![\w])[ \t]*[\"'`“‘«]?(?P<value>[^\s\"'`”’»,;]{6,80})",
     re.IGNORECASE,
 )
