@@ -168,3 +168,12 @@ def test_an_import_refuses_an_item_that_re_spells_a_secret_another_item_gave(use
     assert [item.code for item in result.refused] == ["threat_secret"] * 3
     assert all(item.content == "" for item in result.refused)  # no secret is shown back
     assert not MemoryProposal.objects.filter(user=user, operations__icontains="swordfish").exists()
+
+
+async def test_a_german_request_to_remember_a_password_offers_nothing(user, scripted_model):
+    scripted_model.push(text("Das speichere ich nicht."))  # no memory call: a command to remember would be offered
+
+    result = await run_turn(user=user, content="Merk dir bitte mein VPN-Passwort: Kiefer-Nebel-2291")
+
+    assert result.memory.proposal_id is None
+    assert await nothing_kept(user, "Kiefer-Nebel-2291", "2291")
