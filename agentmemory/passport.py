@@ -213,8 +213,8 @@ def _mem0_expiry(item: Mapping) -> str | None:
 
 
 def _origin(imported: object, at: object) -> tuple[str, str]:
-    """An export's note of where an entry was imported from, when well formed; ("", "") otherwise."""
-    if not (isinstance(imported, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", imported) and isinstance(at, str)):
+    """An export's note of where an entry was imported from, when it names a format we read; ("", "") otherwise."""
+    if not (isinstance(imported, str) and imported in FORMATS and isinstance(at, str)):
         return "", ""
     try:
         datetime.fromisoformat(at)

@@ -127,7 +127,7 @@ def test_markdown_round_trip_is_lossless(imported_person, make_user):
 def test_an_export_that_claims_an_import_to_come_or_a_bad_format_is_read_as_our_own_import(user):
     later = {"format": "agentmemory-export", "documents": {"user": {"entries": ["Likes rye bread", "Likes tea"],
              "sources": [{"by": "staff", "at": "2999-01-01T00:00:00+00:00", "imported": "chatgpt"},
-                         {"by": "user", "at": "2024-01-01T00:00:00+00:00", "imported": "Not A Code"}]}}}
+                         {"by": "user", "at": "2024-01-01T00:00:00+00:00", "imported": "evil_tool"}]}}}
     import_and_save(user, json.dumps(later))
     sources = store.load_state(user_id=user.pk).sources["user"]
     assert [(source.by, source.imported) for source in sources] == [("user", passport.OURS_JSON)] * 2
