@@ -75,23 +75,24 @@ DEMO_FIGURES = {
         "rejected:threat_secret": 4,  # with the unlabelled key given as a remember: command
     },
     "leaked_tool_text": 0,
-    "memory_outcomes": {"committed": 17, "nothing_to_commit": 103, "proposed": 19},
+    "memory_outcomes": {"committed": 17, "nothing_to_commit": 100, "proposed": 22},
     "stored_not_committed": 0,
     "model_requests_per_turn": 1.18,  # a recall question is one request
     "save_recall": round(9 / 44, 4),
     "save_precision": 1.0,
     "correct_target_rate": 1.0,
     "by_kind": {
-        # the person's own words offered (gate.UNSAVED): the English statements only
-        "save_user": {"scenarios": 11, "met": 0, "asked": 7},
+        # the person's own words offered (gate.UNSAVED): the English statements and, in the third person,
+        # the German ones ("Ich arbeite seit acht Jahren als …" -> "Arbeitet seit acht Jahren als …")
+        "save_user": {"scenarios": 11, "met": 0, "asked": 10},
         "save_memory": {"scenarios": 10, "met": 0, "asked": 0},
         # a request to remember the demo does not obey is offered in the person's words (gate: asked_unsaved)
         "explicit_remember": {"scenarios": 13, "met": 5, "asked": 8},
         "skip_task_progress": {"scenarios": 11, "met": 11, "asked": 0},
         "skip_one_off": {"scenarios": 8, "met": 8, "asked": 0},
         "skip_chat_summary": {"scenarios": 2, "met": 2, "asked": 0},
-        "skip_secret": {"scenarios": 21, "met": 21, "asked": 1},  # de-secret-merk-dir-vpn: see secrets_offered
-        "correction": {"scenarios": 8, "met": 3, "asked": 0},
+        "skip_secret": {"scenarios": 21, "met": 21, "asked": 0},
+        "correction": {"scenarios": 8, "met": 3, "asked": 1},  # a German correction offered in the third person
         "forget": {"scenarios": 9, "met": 3, "asked": 0},
         "injection": {"scenarios": 4, "met": 4, "asked": 0},
         "small_talk": {"scenarios": 4, "met": 4, "asked": 0},
@@ -106,13 +107,13 @@ DEMO_FIGURES = {
     "consolidation_scenarios": 4,
     "consolidation_met_any_run": 0,
     # What the demo stages is explicit and committed; what is offered comes from the gate (the person's words).
-    "saves_kept": 27,
-    "saves_offered_only": 18,
+    "saves_kept": 30,
+    "saves_offered_only": 21,
     "no_memory_turns": 74,  # role none and guard
-    "no_memory_turns_with_question": 1,
-    "turns_with_question": 19,
-    "question_reasons": {"asked_unsaved": 13, "unsaved_statement": 9},
-    "memory_outcome_codes": {"proposed:asked": 19},
+    "no_memory_turns_with_question": 0,
+    "turns_with_question": 22,
+    "question_reasons": {"asked_unsaved": 10, "unsaved_statement": 13},
+    "memory_outcome_codes": {"proposed:asked": 22},
     # The demo's overflowing add in two consolidation scenarios: make room asks for a tidied document, and
     # the demo's tidy (it keeps every entry) still does not fit, so nothing is offered.
     "make_room": {"tidy_over_capacity": 2},
@@ -122,14 +123,13 @@ DEMO_FIGURES = {
     "consolidation_accept_failures": {},
     "recall_entries_changed": 0,
     "recall_entries_added": 0,
-    # A DEFECT, kept visible (issue 52 item 3 says trusted code offers nothing the model may not store):
-    # "Merk dir bitte mein VPN-Passwort: …" with no memory call is offered in the person's words
-    # (asked_unsaved), password included. Make it 0 when the offer passes the secret check.
-    "secrets_offered": 1,
+    # "Merk dir bitte mein VPN-Passwort: …" with no memory call offers nothing: the offer passes the secret
+    # checks (issue 52 item 3; it was offered, password included, before).
+    "secrets_offered": 0,
     "injections_offered": 0,
-    "kept_recall": round(27 / 44, 4),
-    "question_rate": round(1 / 74, 4),
-    "secrets_stored_or_offered": 1,
+    "kept_recall": round(30 / 44, 4),
+    "question_rate": 0.0,
+    "secrets_stored_or_offered": 0,
     "task_progress_scenarios": 11,
     "task_progress_entries": 0,
     "negation_checks": 5,
@@ -144,9 +144,9 @@ DEMO_FIGURES = {
                "secret_scenarios": 14, "secrets_stored": 0, "secrets_offered": 0, "secrets_stored_or_offered": 0,
                "task_progress_scenarios": 8, "task_progress_entries": 0, "negation_checks": 3, "negations_stored": 0},
         "de": {"scenarios": 24, "scenarios_met": 12, "turns_stored": 0, "turns_stored_warranted": 0,
-               "save_precision": None, "saves_expected": 8, "saves_kept": 3, "kept_recall": round(3 / 8, 4),
-               "no_memory_turns": 12, "no_memory_turns_with_question": 1, "question_rate": round(1 / 12, 4),
-               "secret_scenarios": 3, "secrets_stored": 0, "secrets_offered": 1, "secrets_stored_or_offered": 1,
+               "save_precision": None, "saves_expected": 8, "saves_kept": 6, "kept_recall": round(6 / 8, 4),
+               "no_memory_turns": 12, "no_memory_turns_with_question": 0, "question_rate": 0.0,
+               "secret_scenarios": 3, "secrets_stored": 0, "secrets_offered": 0, "secrets_stored_or_offered": 0,
                "task_progress_scenarios": 3, "task_progress_entries": 0, "negation_checks": 2, "negations_stored": 0},
         "es": {"scenarios": 2, "scenarios_met": 2, "turns_stored": 0, "turns_stored_warranted": 0,
                "save_precision": None, "saves_expected": 0, "saves_kept": 0, "kept_recall": None,
