@@ -58,7 +58,7 @@ def test_a_time_in_the_persons_message_becomes_the_entrys_expiry_and_the_memory_
     memory = response.json()["memory"]
     assert (memory["status"], memory["until"]) == ("committed", day)
     with translation.override(language):
-        shown = words.expiry_day(day)  # "Fri 11 Dec" / "Fr. 11. Dez.": formatted for the language, not ISO
+        shown = words.expiry_day(day)  # "Fri 11 Dec" / "Fr, 11. Dez.": formatted for the language, not ISO
     assert shown and shown in memory["message"] and day not in memory["message"]
     assert memory["message"].startswith("Gedächtnis gespeichert" if language == "de" else "Memory saved")
     # The model was told what trusted code did.
