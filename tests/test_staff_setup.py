@@ -118,3 +118,20 @@ def test_the_group_command_refuses_an_account_that_does_not_exist(db):
     call_command("memory_support_staff")
     with pytest.raises(CommandError, match="no account named"):
         call_command("memory_support_staff", "--add", "nobody-here")
+
+
+def test_a_member_opens_the_review_queue_and_the_dashboard_and_nothing_more(client, make_user):
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    member = make_user("dana")
+    client.force_login(member)
+    queue, dashboard = reverse("admin:agentmemory_writereview_queue"), reverse("admin:agentmemory_writereview_dashboard")
+    assert client.get(queue).status_code != 200  # not staff yet: the admin's login page
+    call_command("memory_support_staff", "--add", "dana")
+    call_command("memory_support_staff", "--add", "dana")  # again: nothing changes
+    member.refresh_from_db()
+    assert member.is_staff and not member.is_superuser and member.groups.count() == 1
+    assert member.has_perms(["agentmemory.review_memory_writes", "agentmemory.view_memory_content"])
+    assert not member.has_perm("agentmemory.erase_memory")
+    assert client.get(queue).status_code == 200 and client.get(dashboard).status_code == 200
