@@ -1,4 +1,4 @@
-"""Pages when the database does not answer: a 503 with a plain sentence, never Django's bare 500.
+"""Pages and sockets when the database does not answer: a 503 with a plain sentence, never a bare 500.
 
 The API answers a database outage as JSON (`config.parsers.api_exception_handler`).
 A page (the memory page, the account page, a sign-in, an admin page) has no such
@@ -11,12 +11,19 @@ balancer knows the instance is not broken; every other error is Django's own 500
 The page reads nothing from the database: no user, no session, no memory. It is
 rendered without the request, so no context processor runs (the signed-in user
 is a lazy database read).
+
+A chat socket's handshake reads the session and the user too (config/socket_auth.py),
+before anything is accepted; daphne answers an error there with a 500.
+`OutageAwareSocket` makes that a 503 with Retry-After when the database cannot
+serve us, as a page's; `answer_socket_outages` installs it (config/asgi.py).
 """
 from __future__ import annotations
 
 import logging
 import sys
 
+from autobahn.twisted.websocket import ConnectionDeny
+from daphne.ws_protocol import WebSocketProtocol
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.views.defaults import server_error as django_server_error
@@ -39,3 +46,28 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
     return response
+
+
+class OutageAwareSocket(WebSocketProtocol):
+    """daphne's WebSocket protocol: a handshake the database could not serve is a 503, not a 500."""
+
+    def handle_exception(self, exception):
+        if hasattr(self, "handshake_deferred") and database_unavailable(exception):
+            logger.warning("Socket handshake database error: %s %s", type(exception).__name__,
+                           getattr(exception.__cause__, "sqlstate", None) or "-")
+            self.handshake_deferred.errback(ConnectionDeny(code=503, reason="Service Unavailable"))
+            return
+        super().handle_exception(exception)
+
+    def failHandshake(self, reason, code=400, responseHeaders=None):
+        if code == 503:
+            responseHeaders = [*(responseHeaders or []), ("Retry-After", str(RETRY_AFTER_SECONDS)),
+                               ("Cache-Control", "no-store")]
+        super().failHandshake(reason, code, responseHeaders)
+
+
+def answer_socket_outages() -> None:
+    """Make daphne build `OutageAwareSocket`s for the chat sockets (its factory names the protocol)."""
+    import daphne.ws_protocol
+
+    daphne.ws_protocol.WebSocketFactory.protocol = OutageAwareSocket
