@@ -297,7 +297,8 @@ _GERMAN = {
     "juni": "june", "juli": "july", "oktober": "october", "dezember": "december", "wochenende": "this weekend",
 }
 _GERMAN_WHOLE = {"ende der woche": "end of the week", "ende dieser woche": "end of the week",
-                 "zum wochenende": "the weekend", "ende des monats": "end of the month", "monatsende": "end of the month"}
+                 "zum wochenende": "the weekend", "ende des monats": "end of the month",
+                 "monatsende": "end of the month"}
 _UNTIL_WORDS = re.compile(r"\b(?:until|till|through|thru|bis(?:\s+(?:zum|zur|einschließlich))?)\s+(.{1,40})",
                           re.IGNORECASE)
 _SPAN_WORDS = re.compile(r"\b(?:for|für)\s+((?:the\s+next\s+|die\s+nächsten\s+)?\w+(?:\s+\w+)?)", re.IGNORECASE)

@@ -327,9 +327,10 @@ def markdown_export(*, user_id) -> str:
 
     stored = load_state(user_id=user_id)
     snapshot = stored.snapshot
-    origins = {target: {entry: (source.imported, source.at)
-                        for entry, source in zip(snapshot.entries(target), stored.sources.get(target) or ())
-                        if source is not None and source.imported}
-               for target in TARGETS}
+    origins: dict[str, dict[str, tuple[str, str]]] = {
+        target: {entry: (source.imported, source.at)
+                 for entry, source in zip(snapshot.entries(target), stored.sources.get(target) or ())
+                 if source is not None and source.imported}
+        for target in TARGETS}
     return markdown_bundle({target: snapshot.entries(target) for target in TARGETS},
                            {target: snapshot.expiries(target) for target in TARGETS}, origins)

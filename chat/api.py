@@ -286,7 +286,8 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
             return Response(
                 {"code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                  "detail": gettext("You already have %(count)s turns running; wait for one to finish, then send "
-                                   "again.") % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS, force_grouping=True)}},
+                                   "again.") % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS,
+                                                                       force_grouping=True)}},
                 status=429, headers={"Retry-After": str(BUSY_RETRY_SECONDS)},
             )
         completed: list[TurnResult] = []  # the result, once the turn is complete (even if cancelled after)

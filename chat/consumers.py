@@ -258,13 +258,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._send({
                 "type": "error", "code": "too_many_turns", "retry_after": BUSY_RETRY_SECONDS,
                 "message": gettext("You already have %(count)s turns running in other pages; wait for one to "
-                                   "finish, then send again.") % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS, force_grouping=True)},
+                                   "finish, then send again.")
+                % {"count": number_format(settings.CHAT_MAX_CONCURRENT_TURNS, force_grouping=True)},
             })
             return None
         await self._send({
             "type": "error", "code": "rate_limited", "retry_after": decision.retry_after,
             "message": gettext("Too many turns in a short time; nothing was sent to the model. "
-                               "Try again in %(seconds)s seconds.") % {"seconds": number_format(decision.retry_after, force_grouping=True)},
+                               "Try again in %(seconds)s seconds.")
+            % {"seconds": number_format(decision.retry_after, force_grouping=True)},
         })
         return None
 

@@ -53,7 +53,8 @@ class EvalTurnRequestSerializer(serializers.Serializer):
         if len(value) > limit:
             raise serializers.ValidationError(
                 _("The message has {count} characters; the limit is {limit}. Shorten it.").format(
-                    count=number_format(len(value), force_grouping=True), limit=number_format(limit, force_grouping=True)
+                    count=number_format(len(value), force_grouping=True),
+                    limit=number_format(limit, force_grouping=True),
                 ),
                 code=MESSAGE_TOO_LONG,
             )

@@ -41,7 +41,8 @@ def token_client(user, language="en") -> APIClient:
 @override_settings(CHAT_TURN_RATE="1000/min")
 @pytest.mark.parametrize("language, message, fact, wanted", [
     ("en", "Remember until Friday: I'm in Lisbon", "I'm in Lisbon", lambda today: next_weekday(today, 4)),
-    ("en", "I'm in Lisbon for two weeks, keep that in mind", "In Lisbon for two weeks", lambda today: in_days(today, 14)),
+    ("en", "I'm in Lisbon for two weeks, keep that in mind", "In Lisbon for two weeks",
+     lambda today: in_days(today, 14)),
     ("de", "Merk dir bis Freitag: Ich bin in Lissabon", "Ich bin in Lissabon", lambda today: next_weekday(today, 4)),
     ("de", "Merk dir für zwei Wochen: Ich wohne bei Anna", "Ich wohne bei Anna", lambda today: in_days(today, 14)),
 ])

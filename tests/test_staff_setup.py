@@ -126,7 +126,8 @@ def test_a_member_opens_the_review_queue_and_the_dashboard_and_nothing_more(clie
 
     member = make_user("dana")
     client.force_login(member)
-    queue, dashboard = reverse("admin:agentmemory_writereview_queue"), reverse("admin:agentmemory_writereview_dashboard")
+    queue = reverse("admin:agentmemory_writereview_queue")
+    dashboard = reverse("admin:agentmemory_writereview_dashboard")
     assert client.get(queue).status_code != 200  # not staff yet: the admin's login page
     call_command("memory_support_staff", "--add", "dana")
     call_command("memory_support_staff", "--add", "dana")  # again: nothing changes
