@@ -13,8 +13,8 @@ into ONE proposal the person reviews is `agentmemory.importing`.
   entry per line, an expiry as " (until YYYY-MM-DD)"); a mem0 export
   (`[{"memory": ...}]` or `{"results": [...]}`, its `expiration_date` the
   item's expiry); a Letta agent's core memory
-  (`{"memory": {"blocks": [{"label": "human", "value": ...}]}}`, or the
-  blocks themselves); ChatGPT's saved memories as copied from its settings
+  (`{"memory": {"blocks": [{"label": "human", "value": ...}]}}`, an Agent
+  File's `core_memory`, or the blocks themselves); ChatGPT's saved memories as copied from its settings
   (one memory a line) or as the model prints them ("Model Set Context",
   "1. [2024-04-26]. The user prefers ...": the dates dropped); a plain list
   (lines or bullets).
@@ -171,6 +171,8 @@ def _read_json(text: str) -> Imported | None:
             return _letta_import(memory["blocks"])
         if "blocks" in data:
             return _letta_import(data["blocks"])
+        if isinstance(data.get("core_memory"), list):
+            return _letta_import(data["core_memory"])  # a Letta Agent File (.af): its memory blocks
     if isinstance(data, list) and data and all(isinstance(item, Mapping) and "label" in item for item in data):
         return _letta_import(data)
     results = data.get("results") if isinstance(data, Mapping) else data

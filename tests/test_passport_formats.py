@@ -69,6 +69,19 @@ def test_chatgpt_printed_model_set_context_drops_the_dates_and_routes_facts_abou
                                         "User is training for a half marathon in April.", "User's cat is called Pixel.")
 
 
+def test_a_letta_agent_file_reads_its_core_memory_blocks_and_leaves_the_persona(user):
+    found = passport.read((DATA / "letta_agent_file.af").read_bytes())
+    assert found.format == passport.LETTA
+    assert [(item.target, item.content) for item in found.items] == [
+        ("user", "The user's name is Mira."), ("user", "Mira keeps bees in the garden."),
+        ("user", "She prefers metric units."), ("memory", "The hives are weighed every Sunday morning."),
+    ]
+    import_and_save(user, (DATA / "letta_agent_file.af").read_bytes())
+    assert entries_of(user) == {"user": ("The user's name is Mira.", "Mira keeps bees in the garden.",
+                                         "She prefers metric units."),
+                                "memory": ("The hives are weighed every Sunday morning.",)}
+
+
 # --- our export carries every field, and reads back losslessly -------------------------------------------------
 
 
