@@ -129,5 +129,6 @@ cluster: install
 # (or all), --repeat 2, --check-auth, --help.
 # Run as a module: as a script, bench/ would come first on sys.path, where a
 # bench named like a standard module (bench/secrets.py) shadows it.
-drills: install
+# The load's sockets need websockets (requirements-dev.txt).
+drills: install-dev
 	$(PY) -m bench.drills $(ARGS)
