@@ -35,7 +35,9 @@ def group_name(user_id) -> str:
 
 
 def usage_payload(snapshot: Snapshot, limits: Mapping[str, int]) -> dict:
-    """Return per-document usage, with no content, for events and the UI."""
+    """Return per-document usage, with no content, for events and the UI (the label in the active language)."""
+    from .words import usage_label  # words reads the turn's sentences, and the turn this module
+
     payload = {}
     for target in TARGETS:
         measured = usage(snapshot, target, limits)
@@ -44,7 +46,7 @@ def usage_payload(snapshot: Snapshot, limits: Mapping[str, int]) -> dict:
             "limit": measured.limit,
             "percent": measured.percent,
             "entries": len(snapshot.entries(target)),
-            "label": str(measured),
+            "label": usage_label(measured),
             "level": measured.level,
         }
     return payload

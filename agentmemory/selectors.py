@@ -123,7 +123,7 @@ def state_payload(state: MemoryState) -> dict:
                     "limit": document.usage.limit,
                     "percent": document.usage.percent,
                     "entries": len(document.entries),
-                    "label": str(document.usage),
+                    "label": words.usage_label(document.usage),
                     "level": document.usage.level,
                 },
                 "created_at": document.created_at,

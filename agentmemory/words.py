@@ -206,6 +206,15 @@ def number(value: int) -> str:
     return number_format(value, force_grouping=True)
 
 
+def usage_label(measured) -> str:
+    """A document's usage as a person reads it ("41% — 564/1,375 chars"; German "41 % — 564/1.375 Zeichen").
+
+    The tool's reply to the model says the same in English (`rules.Usage.__str__`).
+    """
+    return _("%(percent)s%% — %(used)s/%(limit)s chars") % {
+        "percent": measured.percent, "used": number(measured.used), "limit": number(measured.limit)}
+
+
 def document_name(target: str | None) -> str:
     return str(DOCUMENTS.get(target or "", gettext_lazy("your memory")))
 

@@ -123,3 +123,21 @@ def test_a_broken_rule_is_said_in_german_with_its_code_and_position(user):
         from agentmemory import words
 
         assert german.json()["detail"] == words.rule_message("no_match", target="memory")
+
+
+def test_the_usage_label_a_person_reads_is_in_their_language(user):
+    from agentmemory import store as memory_store
+    from agentmemory.rules import Operation
+
+    memory_store.commit_operations(user_id=user.pk, operations=[
+        Operation(target="memory", action="add", content="x" * 1200)], actor="user")
+    english, german = both(user, lambda client: client.get("/api/memory/"))
+    assert english.json()["documents"]["memory"]["usage"]["label"] == "54% — 1,200/2,200 chars"
+    assert german.json()["documents"]["memory"]["usage"]["label"] == "54 % — 1.200/2.200 Zeichen"
+    # The chat page's memory line and the socket's memory_changed carry the same label.
+    from agentmemory.conf import memory_settings
+    from agentmemory.notify import usage_payload
+
+    with translation.override("de"):
+        shown = usage_payload(memory_store.load_snapshot(user_id=user.pk), memory_settings().limits)
+    assert shown["memory"]["label"] == "54 % — 1.200/2.200 Zeichen"
