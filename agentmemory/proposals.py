@@ -34,7 +34,7 @@ from django.utils import timezone
 from . import signals
 from .conf import memory_settings
 from .models import Actor, MemoryEvent, MemoryProposal, Outcome
-from .rules import TARGETS, MemoryValidationError, Operation, normalize_text, summarize
+from .rules import TARGETS, MemoryValidationError, Operation, Snapshot, normalize_text, summarize, validate_capacity
 from .store import CommitCancelled, CommitResult, commit_operations, is_retryable, lock_person
 from .store.events import agent_labels
 
@@ -332,6 +332,7 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None,
                 # The entries come from the assistant (a chat, or Tidy up), or the person's import; the person
                 # saved them.
                 origin=origin, max_operations=MAX_IMPORT_OPERATIONS if imported else None,
+                precondition=_fits_by_length(operations) if imported else None,
             )
         except MemoryValidationError as exc:
             rejection = exc  # the commit recorded the rejection; the proposal stays for the person to discard
@@ -342,6 +343,27 @@ def save(*, user_id, proposal_id, edits: Mapping[int, str] | None = None,
     if rejection is not None:
         raise rejection
     return result
+
+
+def _fits_by_length(operations: Sequence[Operation]) -> Callable[[Snapshot], None]:
+    """Refuse an import's save that cannot fit (`over_capacity`) on its lengths, before its items are scanned again.
+
+    Up to 200 items of 1,000 characters take seconds of the worker to
+    scan; a save refused for its size only would spend them on every try.
+    The adds' lengths are a lower bound of what the rules then count
+    (expiry notes only add), so this refuses only what they would refuse.
+    """
+    def check(current: Snapshot) -> None:
+        documents = {target: list(current.entries(target)) for target in TARGETS}
+        for operation in operations:
+            if operation.action == "add" and isinstance(operation.content, str):
+                entry = normalize_text(operation.content)
+                if entry and entry not in documents[operation.target]:
+                    documents[operation.target].append(entry)
+        validate_capacity(Snapshot(user=tuple(documents["user"]), memory=tuple(documents["memory"])),
+                          memory_settings().limits)
+
+    return check
 
 
 def discard(*, user_id, proposal_id) -> None:

@@ -98,7 +98,7 @@ def main() -> int:
                 data = build(size)
                 samples, outcome = [], ""
                 for _ in range(rounds):
-                    user = get_user_model().objects.create_user(username=f"importer{next(users)}", password=None)
+                    user = get_user_model().objects.create(username=f"importer{next(users)}")
                     started = time.process_time()
                     try:
                         result = importing.propose(user_id=user.pk, data=data)

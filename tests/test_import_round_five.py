@@ -125,6 +125,22 @@ def test_the_review_screen_reads_no_item_again_and_keeps_what_it_showed(client, 
     assert "item 39" in second.content.decode()
 
 
+def test_a_save_that_cannot_fit_is_refused_before_any_item_is_scanned_again(user, scans, settings):
+    settings.AGENTMEMORY = {**settings.AGENTMEMORY, "MEMORY_LIMIT": 300}
+    result = importing.propose(user_id=user.pk, data=split_import(20, flagged=0))
+    assert result.over_capacity == ("memory",)
+    for _ in range(2):  # each try of the save, refused for its size, costs no scan
+        scans.clear()
+        with pytest.raises(MemoryValidationError) as refused:
+            proposals.save(user_id=user.pk, proposal_id=result.proposal_id)
+        assert refused.value.code == "over_capacity" and refused.value.target == "memory"
+        assert scans == []
+    assert entries_of(user)["memory"] == ()
+    routes = {position: "skip" for position in range(4, 21)}
+    proposals.save(user_id=user.pk, proposal_id=result.proposal_id, routes=routes)  # what fits is saved
+    assert len(entries_of(user)["memory"]) == 3
+
+
 def test_the_import_and_its_review_count_against_the_import_throttle(client, user, api, monkeypatch):
     monkeypatch.setattr(ImportThrottle, "THROTTLE_RATES", {"memory_imports": "3/min"})
     client.force_login(user)
