@@ -16,12 +16,24 @@ Each item:
 - goes to the profile or the notes as `passport.route` says (the person's
   `routes` may say otherwise, or "skip");
 - is refused, with a reason the person can read, when the rules refuse it
-  (the threat scan, the secret rules, reserved text), when memory already
-  holds it, when the import repeats it, or when its expiry has passed;
-- the items kept are checked together too (an instruction split across two
-  items), and a document they would not fit in is named in
-  `over_capacity`: the review says so and offers Tidy up; the save then
+  (the threat scan, the secret rules, reserved text), when it holds a value
+  the import's text presents as a secret (a password labelled on the line
+  before, or in a heading: `threats.secret_values` over `passport`'s
+  passages), when memory already holds it, when the import repeats it, or
+  when its expiry has passed; a refused item's text is never sent back when
+  any secret rule fires on it, whatever the reason given;
+- is read with the item its document ends with so far (an instruction
+  split across two items, `threats.pair_category`): each item is scanned
+  once and each pair read once, so an import costs time linear in its
+  length; more than `MAX_SPLIT_PAIRS` such pairs refuse the import whole
+  (`import_split_phrases`), since an exported file holds none;
+- a document the kept items would not fit in is named in `over_capacity`
+  (lengths only): the review says so and offers Tidy up; the save then
   refuses (`over_capacity`) until the person makes room or moves items.
+
+The proposal is stored under the erase fence a turn uses: an erase after
+the import read memory refuses it (`erased`), so nothing read before an
+erase is proposed after it.
 
 Saving (`proposals.save` with `routes`) writes each item with the import's
 format in its provenance ("Imported from ChatGPT, 3 Dec"). Nothing of an
