@@ -147,13 +147,30 @@ def unsaved_statements(sources: TurnSources) -> list[str]:
     if w is not None and any(passing(clause, w) for clause in clauses):
         return []  # "I'm on call this week, so I may answer slowly": what follows from a passing state passes too
     leads = [module.REMEMBER_LEAD for module in {en, LANGUAGES.get(sources.language, en)}]
-    said = [_without(leads, clause) for clause in clauses]
+    said = [fact for clause in clauses for fact in _facts(_without(leads, clause), sources.language)]
     person = w or en
     offered = _offer((third_person(clause, sources.language) for clause in said if person.FIRST_PERSON.search(clause)),
                      sources)
     if not offered and kind == EXPLICIT:
         offered = _offer((_own_words(clause) for clause in said), sources)
     return offered
+
+
+# Where a clause goes on to a second thing the person says of themselves ("I use Neovim, I prefer tabs",
+# "... and my team uses Zephyr"): each is offered as its own entry, one fact a question, never a run-on.
+_NEXT_FACT = {
+    "en": re.compile(r",?\s+(?:and|but|while)\s+(?=(?:i|i'm|i've|i'd|my|we|we're|we've|our)\b)"
+                     r"|,\s+(?=(?:i|i'm|i've|i'd|my)\b)", re.IGNORECASE),
+    "de": re.compile(r",?\s+(?:und|aber|während)\s+(?=(?:ich|mein\w*|wir|unser\w*)\b)|,\s+(?=(?:ich|mein\w*)\b)",
+                     re.IGNORECASE),
+}
+
+
+def _facts(clause: str, language: str) -> list[str]:
+    pattern = _NEXT_FACT.get(language)
+    if pattern is None:
+        return [clause]
+    return [fact.strip() for fact in pattern.split(clause) if fact.strip()]
 
 
 # Sentence ends, for a message in a language whose clauses the gate does not split.
