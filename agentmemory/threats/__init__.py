@@ -30,7 +30,12 @@ The modules:
 - The families: `invisible.py` (characters), `hidden.py` (markup carriers),
   `phrases.py` (instructions, roles, remote control, persistence,
   exfiltration), `credentials.py` (secrets, and `secret_values`), with
-  `entropy.py` (unlabelled random keys, scored with detect-secrets).
+  `entropy.py` (unlabelled random keys, scored with detect-secrets),
+  `identifiers.py` (national identity and tax numbers, IBANs and accounts,
+  checked with python-stdnum) and `labelled.py` (PINs, codes, combinations,
+  security answers and passwords after their labels, in seven languages).
+- `spellings.py`: every spelling of a secret value (canonical, reversed,
+  hex, base64, URL-encoded, digits spelled out), for the gate's matching.
 """
 from .batch import SplitFinding, pair_category, scan_batch
 from .credentials import MIN_SECRET_VALUE, secret_values
