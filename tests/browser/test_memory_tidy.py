@@ -1,11 +1,12 @@
 """Tidy up in the browser (issue 36, section 3), on the offline demo model.
 
 A person whose notes repeat themselves presses Tidy up: the assistant's
-tidied version appears under "Waiting for you" as one proposal, the merge
-shown line by line, and nothing changes until Save; Save consolidates in
-place (the page's script, no navigation) and the merged line says where its
-entries came from. Checks on memory text are bare booleans or positions, so
-no memory content reaches test output; the server log holds none of it.
+tidied version appears under "Waiting for you" as one proposal, shown line
+by line (here the repeat dropped; the entry it repeats stays as it was),
+and nothing changes until Save; Save consolidates in place (the page's
+script, no navigation) and the entry kept keeps its own source. Checks on
+memory text are bare booleans or positions, so no memory content reaches
+test output; the server log holds none of it.
 """
 from __future__ import annotations
 
@@ -53,10 +54,11 @@ def test_tidy_up_then_save(new_context, daphne_server):
     proposal = page.locator(".proposal")
     expect(proposal).to_have_count(1)
     expect(proposal.locator(".proposal-when")).to_contain_text("Proposed by Tidy up on")
+    # The line kept is the first entry, unchanged: the proposal only drops the repeat (no replace of an entry
+    # by the same text; tidy.py).
     lines = proposal.locator(".proposal-op")
-    expect(lines).to_have_count(2)
-    expect(lines.nth(0)).to_contain_text("Part of a merged line, so removed from your notes")
-    expect(lines.nth(1)).to_contain_text("Merge into one line in your notes")
+    expect(lines).to_have_count(1)
+    expect(lines.nth(0).locator(".proposal-action")).to_have_text("Drop from your notes (repeated or out of date):")
     expect(page.locator("#memory-status")).to_contain_text("nothing changes until you choose Save")
     assert same_document(page), "the page's script posted the form and refreshed in place"
     assert snapshot_of(alice).memory == (VIM, FRIDAYS, VIM_AGAIN) and pending_count(alice) == 1
@@ -68,9 +70,8 @@ def test_tidy_up_then_save(new_context, daphne_server):
     expect(page.locator(".proposal")).to_have_count(0)
     assert entry_texts(page, "memory") == [VIM, FRIDAYS]
     assert snapshot_of(alice).memory == (VIM, FRIDAYS) and pending_count(alice) == 0
-    merged = page.locator("#document-memory .memory-entry").nth(0)
-    expect(merged.locator(".memory-entry-source").first).to_contain_text("Tidied up by the assistant")
-    expect(merged.locator(".memory-entry-origins")).to_contain_text("Set by the system")
+    kept = page.locator("#document-memory .memory-entry").nth(0)
+    expect(kept.locator(".memory-entry-source").first).to_contain_text("Set by the system")  # its own source
     # Two entries are still left, but none repeats: the demo model finds nothing to tidy.
     page.get_by_role("button", name="Tidy up your notes").click()
     expect(page.locator("#tidy-memory-error")).to_contain_text("There is nothing to tidy up here")
