@@ -41,6 +41,7 @@ from agentmemory.workers import in_worker
 
 from . import budget, credentials, retention
 from .budget import ChatTurnThrottle
+from .frames import refusal
 from .models import Conversation, Message
 from .serializers import (
     ConversationSerializer,
@@ -267,7 +268,10 @@ class TurnView(TurnLimitsMixin, AsyncAPIView):
         except idempotency.InvalidKey as exc:
             return Response({"code": exc.code, "detail": exc.message}, status=400)
         serializer = TurnRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            # The fields' errors as DRF gives them, and the code and sentence the socket answers for them.
+            refused = refusal(serializer.errors)
+            return Response({**serializer.errors, "code": refused.code, "detail": str(refused.message)}, status=400)
         temporary = bool(serializer.validated_data.get("temporary"))
         if key is not None and temporary:
             return Response({"code": "idempotency_key_temporary", "detail": gettext(KEY_NOT_FOR_TEMPORARY)}, status=400)

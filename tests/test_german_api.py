@@ -141,3 +141,29 @@ def test_the_usage_label_a_person_reads_is_in_their_language(user):
     with translation.override("de"):
         shown = usage_payload(memory_store.load_snapshot(user_id=user.pk), memory_settings().limits)
     assert shown["memory"]["label"] == "54 % — 1.200/2.200 Zeichen"
+
+
+@override_settings(CHAT_TURN_RATE="1000/min")
+@pytest.mark.parametrize("body, code, field", [
+    ({}, "invalid_content", "content"),
+    ({"content": "   "}, "invalid_content", "content"),
+    ({"content": "hi", "conversation_id": "seven"}, "invalid_conversation_id", "conversation_id"),
+    ({"content": "hi", "temporary": "yes"}, "invalid_temporary", "temporary"),
+])
+def test_a_refused_turn_body_names_its_field_and_carries_the_sockets_code_and_sentence(user, body, code, field):
+    english, german = both(user, lambda client: client.post("/api/chat/turns/", body, format="json"))
+    assert english.status_code == german.status_code == 400
+    assert english.json()["code"] == german.json()["code"] == code
+    assert field in english.json() and field in german.json()
+    assert german.json()["detail"] != english.json()["detail"]
+    with translation.override("de"):
+        assert german.json()["detail"] == refusal_sentence(body)
+
+
+def refusal_sentence(body):
+    from chat.frames import refusal
+    from chat.serializers import TurnRequestSerializer
+
+    serializer = TurnRequestSerializer(data=body)
+    assert not serializer.is_valid()
+    return str(refusal(serializer.errors).message)
