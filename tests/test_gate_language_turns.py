@@ -128,3 +128,13 @@ async def test_a_save_in_a_language_without_rules_is_asked_not_committed(user, s
     assert result.memory.status == "proposed" and result.memory.code == "asked"
     assert await snapshot_of(user) == Snapshot()
     assert await offered(user) == [("Backend developer who has used Python for five years", gate.UNREAD_LANGUAGE)]
+
+
+async def test_a_french_password_the_person_asked_to_remember_is_refused(user, scripted_model):
+    scripted_model.push(tool_call(adds("Mot de passe du VPN : Prune-Orage-5518")), text("Je ne garde pas ça."))
+
+    result = await run_turn(user=user, content="retiens que mon mot de passe du VPN est Prune-Orage-5518")
+
+    assert [event.code for event in result.tool_events] == ["threat_secret"]
+    assert result.memory.status == "nothing_to_commit"
+    assert await snapshot_of(user) == Snapshot() and await pending(user) == []
