@@ -67,7 +67,7 @@ what each was told:
     sockets closed            chat sockets the server or balancer closed meanwhile
 
 It prints figures only (no memory content) and writes every outcome, without
-note text, to .cache/cluster/drills/<drill>-<run>.json. Exit status 1 when a
+note text, to <the cluster state directory>/drills/<drill>-<run>.json. Exit status 1 when a
 save was lost, a lie was told, a commit was partial, a person reached
 another's memory, the fault did not happen (no new leader, no promotion), or
 nothing committed after the fault.
