@@ -296,9 +296,9 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
         Snapshot,
         apply_operations,
         changed_targets,
-        document_length,
         parse_document,
         render_document,
+        rendered_length,
         summarize,
     )
 
@@ -379,8 +379,8 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
                 "user_characters, memory_characters, retry_count, duration_ms, error_code, created_at) "
                 "VALUES (%s, 'agent', %s, %s, %s, %s, %s, %s, 0, %s, '', now())",
                 (user_id, "committed" if changed else "unchanged", summary.operation_count,
-                 json.dumps(summary.targets), json.dumps(summary.actions), document_length(updated.user),
-                 document_length(updated.memory), int((time.monotonic() - started) * 1000)),
+                 json.dumps(summary.targets), json.dumps(summary.actions), rendered_length(updated, "user"),
+                 rendered_length(updated, "memory"), int((time.monotonic() - started) * 1000)),
             )
             return
         # Today's event row: also the staff columns (empty for the assistant), the model, the memory
@@ -396,8 +396,8 @@ def raw_transaction(conn, *, user_id, operations, limits, lock_timeout: str = ""
                 summary.operation_count,
                 Jsonb(summary.targets),
                 Jsonb(summary.actions),
-                document_length(updated.user),
-                document_length(updated.memory),
+                rendered_length(updated, "user"),
+                rendered_length(updated, "memory"),
                 int((time.monotonic() - started) * 1000),
                 policy_version,
                 now,
