@@ -31,7 +31,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from django.utils.translation import gettext, gettext_noop
 from rest_framework import status
-from rest_framework.exceptions import ErrorDetail, ParseError
+from rest_framework.exceptions import ErrorDetail, ParseError, ValidationError
 
 # The parser itself is the memory app's, so the memory routes and every other
 # route parse alike (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES names it).
@@ -117,6 +117,12 @@ def api_exception_handler(exc, context):
         elif code == JSONTooDeep.default_code:
             detail = gettext(TOO_DEEP)  # the app's sentence, in its catalogue
         response.data = {**response.data, "code": code, "detail": str(detail)}
+    elif isinstance(exc, ValidationError) and isinstance(response.data, dict) and not {"code", "detail"} & set(
+            response.data):
+        # A serializer's field errors, as DRF gives them (translated by DRF), and a code and the first of them.
+        field, messages = next(iter(response.data.items()), ("", []))
+        first = messages[0] if isinstance(messages, list) and messages else messages
+        response.data = {**response.data, "code": "invalid_body", "detail": f"{field}: {first}"}
     return response
 
 

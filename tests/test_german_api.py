@@ -167,3 +167,16 @@ def refusal_sentence(body):
     serializer = TurnRequestSerializer(data=body)
     assert not serializer.is_valid()
     return str(refusal(serializer.errors).message)
+
+
+@override_settings(EVAL_SERVICE_TOKEN="eval-secret-token")
+def test_a_serializers_field_errors_carry_a_code_and_a_translated_detail(db):
+    def post(client):
+        client.credentials(HTTP_AUTHORIZATION="Bearer eval-secret-token")
+        return client.post("/api/eval/turns/", {}, format="json")
+
+    english, german = both(None, post)
+    assert english.status_code == german.status_code == 400
+    assert english.json()["code"] == german.json()["code"] == "invalid_body"
+    assert "content" in german.json() and german.json()["detail"].startswith("content: ")
+    assert german.json()["detail"] != english.json()["detail"]
