@@ -769,7 +769,7 @@ def import_item_reason(code: str) -> str:
     if code in IMPORT_ITEM_REASONS:
         return str(IMPORT_ITEM_REASONS[code])
     if code.startswith("threat_"):
-        return _("Not imported: it looks like %(threat)s, which memory does not keep.") % {
+        return _("It looks like %(threat)s, which memory does not keep.") % {
             "threat": threat_label(code.removeprefix("threat_"))}
     return rule_message(code)
 

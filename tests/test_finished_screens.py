@@ -120,6 +120,7 @@ def test_the_import_review_says_once_that_nothing_is_saved_until_save_and_lists_
     assert "Not imported" in plain
     refused = re.search(r'<section class="import-refused".*?</section>', review, re.S).group(0)
     assert refused.count("<li") == 1 and ":" in re.sub(r"<[^>]+>", "", refused)
+    assert refused.count("Not imported") == 1, "the heading says it; each reason says why"
     # The items are a list of cards on a phone as well as a table: styled by memory.css.
     assert 'class="import-items' in review
     css = (APP / "static" / "agentmemory" / "memory.css").read_text()
