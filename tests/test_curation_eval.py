@@ -75,7 +75,7 @@ DEMO_FIGURES = {
         "rejected:threat_secret": 4,  # with the unlabelled key given as a remember: command
     },
     "leaked_tool_text": 0,
-    "memory_outcomes": {"committed": 17, "nothing_to_commit": 100, "proposed": 22},
+    "memory_outcomes": {"committed": 17, "nothing_to_commit": 99, "proposed": 23},
     "stored_not_committed": 0,
     "model_requests_per_turn": 1.18,  # a recall question is one request
     "save_recall": round(9 / 44, 4),
@@ -85,7 +85,7 @@ DEMO_FIGURES = {
         # the person's own words offered (gate.UNSAVED): the English statements and, in the third person,
         # the German ones ("Ich arbeite seit acht Jahren als …" -> "Arbeitet seit acht Jahren als …")
         "save_user": {"scenarios": 11, "met": 0, "asked": 10},
-        "save_memory": {"scenarios": 10, "met": 0, "asked": 0},
+        "save_memory": {"scenarios": 10, "met": 0, "asked": 1},
         # a request to remember the demo does not obey is offered in the person's words (gate: asked_unsaved)
         "explicit_remember": {"scenarios": 13, "met": 5, "asked": 8},
         "skip_task_progress": {"scenarios": 11, "met": 11, "asked": 0},
@@ -111,9 +111,9 @@ DEMO_FIGURES = {
     "saves_offered_only": 21,
     "no_memory_turns": 74,  # role none and guard
     "no_memory_turns_with_question": 0,
-    "turns_with_question": 22,
-    "question_reasons": {"asked_unsaved": 10, "unsaved_statement": 13},
-    "memory_outcome_codes": {"proposed:asked": 22},
+    "turns_with_question": 23,
+    "question_reasons": {"asked_unsaved": 10, "unsaved_statement": 16},
+    "memory_outcome_codes": {"proposed:asked": 23},
     # The demo's overflowing add in two consolidation scenarios: make room asks for a tidied document, and
     # the demo's tidy (it keeps every entry) still does not fit, so nothing is offered.
     "make_room": {"tidy_over_capacity": 2},
