@@ -20,7 +20,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..threats import SECRET, scan_entry
@@ -124,14 +124,16 @@ class _ReadMessages:
         self._read: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def secrets(self, text: str) -> tuple[str, ...]:
+    def secrets(self, text: str, read: Callable[[], str] | None = None) -> tuple[str, ...]:
+        """The values `text` presents as secrets; `read` (on a miss only) gives the text to read when `text`
+        is the raw content it comes from (a tool result's JSON is decoded only when first read)."""
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._lock:
             found = self._read.get(key)
             if found is not None:
                 self._read.move_to_end(key)
                 return found
-        found = text_secrets(text)
+        found = text_secrets(text if read is None else read())
         with self._lock:
             self._read[key] = found
             if len(self._read) > self.size:
@@ -146,9 +148,17 @@ def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
     """Every value a message the person wrote or a tool result presented as a secret, oldest first."""
     secrets: dict[str, None] = {}  # ordered, without repeats
     for message in messages:
-        if is_source(message):
-            for value in READ_MESSAGES.secrets(source_text(message)):
-                secrets.setdefault(value)
+        role = message.get("role")
+        if role not in SOURCE_ROLES and message.get("type") not in TOOL_RESULT_TYPES:
+            continue
+        content = message.get("content")
+        if isinstance(content, str):  # most messages: known by their raw text (and whether JSON is decoded)
+            raw = content if role == "user" else "\0" + content
+            found = READ_MESSAGES.secrets(raw, lambda message=message: source_text(message))
+        else:
+            found = READ_MESSAGES.secrets(source_text(message))
+        for value in found:
+            secrets.setdefault(value)
     return tuple(secrets)
 
 
