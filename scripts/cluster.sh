@@ -290,6 +290,10 @@ copy_app() {  # the application the workers run, where they can read it: hard li
     cp -r "$site" "$APP/site-packages"
     chmod -R u=rwX,go=rX "$APP"
   fi
+  # The workers cannot write bytecode there: compile the application's own modules once, into the
+  # copy's directories (the links share only files), or every worker start compiles them all again.
+  # (Each .pyc takes its source's mode; umask 022 opens the new __pycache__ directories.)
+  "$PY" -m compileall -q -x '/site-packages/' "$APP" >/dev/null || true
 }
 
 write_app_runner() {  # $CLUSTER_DIR/run-app: daphne or migrate, as $APP_USER, with the workers' environment
