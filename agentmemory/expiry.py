@@ -311,17 +311,33 @@ _KEEP_CUE = re.compile(r"\b(?:remember|keep|note|save|store|merk\w*|speicher\w*|
 _PAST_CUE = re.compile(r"\b(?:been|since|ago|seit|schon)\b", re.IGNORECASE)
 
 
-def asked_expiry(message: str, today: str) -> str | None:
-    """The one last day (ISO) the person's message gives for what is saved; None when it gives none or several."""
-    message = message or ""
+def asked_expiry(message: str, today: str, content: str | None = None) -> str | None:
+    """The one last day (ISO) the person's message gives for what is saved; None when it gives none or several.
+
+    With `content` (the fact being saved), a time counts only in a sentence
+    that asks to keep something or shares a word with the fact: in
+    "Remember I'm vegetarian. I'm away until Monday." Monday is not the
+    vegetarian's last day.
+    """
     found = set()
-    for match in _UNTIL_WORDS.finditer(message):
-        found.add(_first_day(match.group(1), today))
-    if _KEEP_CUE.search(message) and not _PAST_CUE.search(message):
-        for match in _SPAN_WORDS.finditer(message):
+    for sentence in _SENTENCE_END.split(message or ""):
+        if content is not None and not (_KEEP_CUE.search(sentence) or _shares_a_word(sentence, content)):
+            continue
+        for match in _UNTIL_WORDS.finditer(sentence):
             found.add(_first_day(match.group(1), today))
+        if _KEEP_CUE.search(message or "") and not _PAST_CUE.search(sentence):
+            for match in _SPAN_WORDS.finditer(sentence):
+                found.add(_first_day(match.group(1), today))
     found.discard(None)
     return found.pop() if len(found) == 1 else None
+
+
+_SENTENCE_END = re.compile(r"(?<!\d)[.!?;\n]+\s*")
+
+
+def _shares_a_word(sentence: str, content: str) -> bool:
+    words = {word for word in re.findall(r"\w{4,}", content.casefold())}
+    return any(word in words for word in re.findall(r"\w{4,}", sentence.casefold()))
 
 
 def _first_day(words: str, today: str) -> str | None:
@@ -359,7 +375,7 @@ def with_asked_expiry(raw: object, message: str, today: str) -> tuple[object, st
     item = raw["operations"][adds[0]]
     if isinstance(item.get("expires"), str) and item["expires"].strip():
         return raw, ""
-    day = asked_expiry(message, today)
+    day = asked_expiry(message, today, str(item.get("content") or ""))
     if day is None:
         return raw, ""
     operations = list(raw["operations"])

@@ -108,6 +108,16 @@ def test_a_time_that_is_no_expiry_is_not_read_as_one(message):
     assert asked_expiry(message, "2026-12-06") is None
 
 
+def test_a_time_said_of_something_else_is_not_given_to_the_fact():
+    from agentmemory.expiry import with_asked_expiry
+
+    batch = add("Is vegetarian")
+    unchanged, day = with_asked_expiry(batch, "Remember I'm vegetarian. I'm away until Monday.", "2026-12-06")
+    assert (unchanged, day) == (batch, "")
+    dated, day = with_asked_expiry(add("Is in Lisbon"), "I'm in Lisbon until Friday.", "2026-12-06")
+    assert day == "2026-12-11" and dated["operations"][0]["expires"] == "2026-12-11"
+
+
 async def test_the_demo_model_remembers_until_friday(user):
     result = await run_turn(user=user, content="remember until Friday: I'm in Lisbon")
     today = await db(expiry.today_for, user.pk)
