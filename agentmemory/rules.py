@@ -871,7 +871,7 @@ def summarize(operations: Sequence[Operation]) -> BatchSummary:
     actions: dict[str, int] = {}
     for operation in operations:
         targets[operation.target] = targets.get(operation.target, 0) + 1
-        action = operation.action
+        action: str = operation.action
         if action == "replace" and operation.content is None and operation.expires is not None:
             action = EXPIRY_ACTION
         actions[action] = actions.get(action, 0) + 1

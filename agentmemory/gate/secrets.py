@@ -21,6 +21,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..threats import SECRET, scan_entry
@@ -154,7 +155,7 @@ def turn_secrets(messages: Iterable[Mapping]) -> tuple[str, ...]:
         content = message.get("content")
         if isinstance(content, str):  # most messages: known by their raw text (and whether JSON is decoded)
             raw = content if role == "user" else "\0" + content
-            found = READ_MESSAGES.secrets(raw, lambda message=message: source_text(message))
+            found = READ_MESSAGES.secrets(raw, partial(source_text, message))
         else:
             found = READ_MESSAGES.secrets(source_text(message))
         for value in found:
