@@ -20,7 +20,11 @@ FUNCTION_WORDS = frozenset(
     "i i'm i've i'd i'll me my mine we our us you your he she it its they them their the a an and or but so "
     "of to in on at for with from by about into over after before is are was were be been am do does did don't "
     "doesn't didn't not no never have has had can can't could would should will won't this that these those "
-    "what which who when where why how there here just now then than also too very please thanks yes ok".split()
+    "what which who when where why how there here just now then than also too very please thanks yes ok "
+    # Frequent words of a request or a preference said without a pronoun ("Keep code examples short, one
+    # per answer."): a lone "per" or "con" must not make such a message Italian or Spanish.
+    "per one each every all any some more less most only keep use using prefer like want need make always "
+    "answer answers reply replies short long example examples".split()
 )
 # Phrases that label a secret's value ("my VPN password is ..."): read by `secrets`.
 SECRET_LABELS = ("password", "passphrase", "passcode", "pin", "pin code", "code", "combination", "secret",
