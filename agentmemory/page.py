@@ -183,6 +183,7 @@ def _pending_proposals(user_id, errors: dict, drafts: dict) -> list[dict]:
                 # A Tidy up's merged line: the entries it came from, as they were.
                 "merged_from": op.merged_from if len(op.merged_from) > 1 else (),
                 "editable": op.editable,
+                "you_said": words.you_said(op.said),
                 "draft": drafts.get(key, op.content or ""),
                 "open": key in drafts and drafts[key] != (op.content or ""),
             })

@@ -72,6 +72,8 @@ class ProposedOperation:
     expires: str = ""
     # An import's add: the format it came from (`passport.FORMATS`), a code.
     imported: str = ""
+    # The person's own sentence the question shows beside the entry (`gate.said`: the "no" it drops).
+    said: str = ""
 
     @property
     def editable(self) -> bool:
@@ -93,8 +95,10 @@ class Proposal:
 
 def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = None,
              merged_from: Sequence[Sequence[str]] | None = None, imported: str = "",
-             first_imported: Sequence[tuple[str, str] | None] | None = None) -> list[dict]:
+             first_imported: Sequence[tuple[str, str] | None] | None = None,
+             quotes: Sequence[str] | None = None) -> list[dict]:
     reasons = list(reasons or ())
+    quotes = list(quotes or ())
     first_imported = list(first_imported or ())
     merged_from = list(merged_from or ())
     stored = []
@@ -106,6 +110,8 @@ def _to_json(operations: Sequence[Operation], reasons: Sequence[str] | None = No
             item["expires"] = op.expires  # the entry's last day (ISO), or "never"
         if index < len(reasons) and reasons[index]:
             item["reason"] = reasons[index]  # why trusted code asked (`gate.REASONS`), a code, no content
+        if index < len(quotes) and quotes[index]:
+            item["said"] = quotes[index]  # the person's sentence beside it (`gate.said`): content, like the entry
         if index < len(merged_from) and merged_from[index]:
             item["from"] = [str(entry) for entry in merged_from[index]]  # Tidy up: the entries this line came from
         if imported and op.action == "add":
@@ -132,7 +138,8 @@ def _view(row: MemoryProposal) -> Proposal:
         operations=tuple(
             ProposedOperation(position=index, target=op.target, action=op.action, content=op.content, entry=op.entry,
                               reason=str(item.get("reason") or ""), merged_from=_merged_from(item),
-                              expires=op.expires or "", imported=str(item.get("imported") or ""))
+                              expires=op.expires or "", imported=str(item.get("imported") or ""),
+                              said=str(item.get("said") or ""))
             for index, (op, item) in enumerate(zip(_from_json(row.operations), row.operations), start=1)
         ),
         conversation_id=row.conversation_id,
@@ -159,6 +166,7 @@ def create(
     imported: str = "",
     model: str = "",
     first_imported: Sequence[tuple[str, str] | None] | None = None,
+    quotes: Sequence[str] | None = None,
 ) -> int:
     """Store a finished turn's staged batch as a proposal; return its id.
 
@@ -170,6 +178,8 @@ def create(
     record this one's outcome (`proposal_id=`) in the same transaction.
     `reasons`, one per operation, say why trusted code asked (`gate`);
     `merged_from`, one per operation, the entries a Tidy up's line came from.
+    `quotes`, one per operation, the person's sentence the question shows
+    beside it (`gate.said`; "" = none): kept and erased with the proposal.
     `imported` (the person's import, `agentmemory.importing`): the format's
     code; the person asked for it, so it is stored with memory off too, and
     the event's actor is the person. `first_imported`, one per operation:
@@ -189,7 +199,7 @@ def create(
         if guard is not None:
             guard.check()
         proposal = MemoryProposal.objects.create(
-            user_id=user_id, operations=_to_json(operations, reasons, merged_from, imported, first_imported),
+            user_id=user_id, operations=_to_json(operations, reasons, merged_from, imported, first_imported, quotes),
             operation_count=len(operations),
             conversation_id=conversation_id,
             turn_id=turn_id[:64], expires_at=timezone.now() + timedelta(days=memory_settings().proposal_ttl_days),
@@ -223,6 +233,7 @@ def commit_and_propose(
     erasures: int | None = None,
     model: str = "",
     source_intent: str = "",
+    quotes: Sequence[str] | None = None,
 ) -> tuple[CommitResult, int]:
     """Commit `keep` and store `ask` as one proposal, in one transaction; return (result, proposal_id).
 
@@ -245,7 +256,8 @@ def commit_and_propose(
                     erasures=erasures,
                 )
                 proposal_id = create(user_id=user_id, operations=ask, conversation_id=conversation_id,
-                                     turn_id=turn_id, should_cancel=should_cancel, reasons=reasons, model=model)
+                                     turn_id=turn_id, should_cancel=should_cancel, reasons=reasons, model=model,
+                                     quotes=quotes)
                 if held is not None:
                     guard.record(**held.facts, proposal_id=proposal_id)
             return result, proposal_id

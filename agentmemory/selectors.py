@@ -146,7 +146,9 @@ def proposal_payload(proposal) -> dict:
         "operations": [
             {"position": op.position, "target": op.target, "action": op.action, "content": op.content,
              "entry": op.entry, "reason": op.reason, "expires": op.expires or None,
-             "why": str(gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else ""))}
+             "why": str(gate.REASONS.get(op.reason, TIDY_WHY if op.reason == "tidy" else "")),
+             # The person's own sentence beside the question (`gate.said`), and the sentence they read for it.
+             "said": op.said or None, "you_said": words.you_said(op.said) or None}
             for op in proposal.operations
         ],
         "conversation_id": proposal.conversation_id,

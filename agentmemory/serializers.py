@@ -157,6 +157,13 @@ class ProposedOperationSerializer(serializers.Serializer):
                   "unasked_edit, depends_on_question, tidy); empty when the person asks before every save.",
     )
     why = serializers.CharField(allow_blank=True, help_text="The reason as a plain sentence for the person.")
+    said = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="negated_term: the person's own sentence whose 'no' the entry drops (at most 200 characters); "
+                  "null: none, or it would show a secret.",
+    )
+    you_said = serializers.CharField(allow_null=True, required=False,
+                                     help_text="`said` as a plain sentence for the person (\"You said: …\").")
 
 
 class ProposalSerializer(serializers.Serializer):

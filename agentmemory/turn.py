@@ -68,7 +68,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -484,6 +484,7 @@ class MemoryTurn:
             proposals.create, user_id=self.user_id, operations=operations,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set, guard=guard,
             reasons=reasons, erasures=self.erasures, model=self.model,
+            quotes=self._quotes(operations, reasons),
         ))
 
         async def proposed(proposal_id: int) -> MemoryOutcome:
@@ -508,7 +509,7 @@ class MemoryTurn:
             reasons=reasons,
             conversation_id=self.conversation_id, turn_id=self.turn_id, should_cancel=event.is_set,
             limits=self.limits, guard=guard, erasures=self.erasures, model=self.model,
-            source_intent=self._source_intent(),
+            source_intent=self._source_intent(), quotes=self._quotes(ask, reasons),
         ))
 
         async def done(both) -> MemoryOutcome:
@@ -526,6 +527,13 @@ class MemoryTurn:
             return await done((result, proposal_id))
 
         return await self._decided(worker, event, count, done, confirmed)
+
+    def _quotes(self, operations: Sequence[Operation], reasons: Sequence[str]) -> list[str]:
+        """The person's own sentence each asked operation is shown beside (`gate.said`; "" = none)."""
+        sources = self._sources
+        if sources is None:  # the gate never read the turn: it asked nothing a sentence explains
+            return [""] * len(operations)
+        return [gate.said(operation, why, sources) for operation, why in zip(operations, reasons)]
 
     def _unsaved_statements(self) -> list[Operation]:
         """The person's lasting statements the model did not save, as profile adds to ask about (`gate`).

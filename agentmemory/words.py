@@ -435,6 +435,11 @@ def proposal_action(action: str, target: str) -> str:
     return str(PROPOSAL_ACTIONS.get((action, target), gettext_lazy("Change your memory")))
 
 
+def you_said(quote: str) -> str:
+    """Return "You said: “…”", the person's own sentence beside a question (`gate.said`), or "" without one."""
+    return _("You said: “%(quote)s”") % {"quote": quote} if quote else ""
+
+
 # Tidy up's proposal (`agentmemory.tidy`), line by line: a merge, a shorter wording, an entry folded into
 # a merged line, an entry dropped; by document.
 TIDY_ACTIONS = {

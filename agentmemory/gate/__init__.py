@@ -17,7 +17,8 @@ Three verdicts per staged operation:
   first-person statement and no command to remember);
 - ask (a reason from `REASONS`): not committed; offered to the person as a
   question under the answer ("Save this to memory?"), kept only by their
-  hand;
+  hand; an entry that drops their "no" is shown beside their own sentence
+  (`said`);
 - commit ("").
 
 The person's explicit commands ("remember ...", "forget ...", "actually, I
@@ -75,7 +76,7 @@ from .language import detect
 from .reading import asks_memory, document_named, intent, may_be_unsaved, passing, passing_only, states_fact
 from .secrets import MIN_FRAGMENT, notes_credential, secret_in, turn_secrets, withheld
 from .sources import TurnSources
-from .verdicts import MAX_UNSAVED, reason, refusal, split, unsaved_reason, unsaved_statements
+from .verdicts import MAX_UNSAVED, reason, refusal, said, split, unsaved_reason, unsaved_statements
 
 __all__ = [
     "ASK_REASONS", "ASKED_UNSAVED", "ASKS_FOR_CHANGE", "ASSISTANT_NOTE", "ATTACK_SEEN", "CHAT_SUMMARY", "CORRECT",
@@ -84,6 +85,6 @@ __all__ = [
     "PASTED_MIN_LINES", "QUESTION", "REASONS", "REQUEST", "SECRET_NOTE", "SECRET_SEEN", "STATEMENT", "TRANSIENT",
     "TRANSIENT_TURN", "TurnSources", "UNASKED_EDIT", "UNKNOWN", "UNSAVED", "asks_memory", "carries_attack",
     "document_named", "entry_reason", "from_message", "intent", "may_be_unsaved", "message_text", "notes_credential",
-    "passing", "passing_only", "pasted_blocks", "reason", "refusal", "secret_in", "split", "states_fact",
+    "passing", "passing_only", "pasted_blocks", "reason", "refusal", "said", "secret_in", "split", "states_fact",
     "states_nothing", "turn_secrets", "unsaved_reason", "unsaved_statements", "withheld",
 ]

@@ -6,7 +6,9 @@ the same in the languages the gate has negation words for (`words`). An
 entry that names a negated term with no negation or contrast word just
 before it ("Prefers spaces", "unittest tests in our project.") says the
 opposite of what the person said; one that keeps it ("Prefers tabs, not
-spaces", "tabs over spaces") says what they said.
+spaces", "tabs over spaces") says what they said. `negated_sentence` finds
+the person's own sentence such an entry drops the "no" of, for the question
+to show beside it.
 """
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ _SUBJECTS = frozenset("i we you he she they ich wir du er sie je nous tu il ils 
                       .split())
 WINDOW = 4
 MAX_GAP = 3
+# The longest quote of the person's sentence a question shows; a longer sentence is cut around the term.
+MAX_QUOTE = 200
+# Where a sentence of the message ends: what a quote never runs past.
+_SENTENCE_END = re.compile(r"(?<=[.!?;…])\s+|\s*\n\s*")
 
 
 def _words_for(code: str) -> list[ModuleType]:
@@ -72,13 +78,45 @@ def negated_terms(message: str, code: str) -> frozenset[str]:
 
 def asserts_negated(entry: str, terms: frozenset[str], code: str) -> bool:
     """True when the entry names a negated term with no negation or contrast word in the words before it."""
+    return bool(_asserted(entry, terms, code))
+
+
+def negated_sentence(entry: str, message: str, code: str) -> str:
+    """The sentence of the message whose negation the entry drops, in the person's words ("" = none).
+
+    At most MAX_QUOTE characters, whitespace folded; a longer sentence is cut
+    around the term, with "…" where it was cut.
+    """
+    for sentence in _SENTENCE_END.split(message or ""):
+        term = _asserted(entry, negated_terms(sentence, code), code)
+        if term:
+            return _quote(sentence, term)
+    return ""
+
+
+def _asserted(entry: str, terms: frozenset[str], code: str) -> str:
     if not terms:
-        return False
+        return ""
     tokens = _tokens(entry)
     contrast = [f" {phrase} " for w in _words_for(code) for phrase in w.CONTRAST]
     for index, token in enumerate(tokens):
         if token in terms:
             before = f" {' '.join(tokens[max(0, index - WINDOW):index])} "
             if not any(phrase in before for phrase in contrast):
-                return True
-    return False
+                return token
+    return ""
+
+
+def _quote(sentence: str, term: str) -> str:
+    text = " ".join(sentence.split())
+    if len(text) <= MAX_QUOTE:
+        return text
+    found = re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text.replace("’", "'"), re.IGNORECASE)
+    room = MAX_QUOTE - 2  # for the "…" at each cut end
+    start = max(0, min((found.start() if found else 0) - room // 2, len(text) - room))
+    window = text[start:start + room]
+    if start + room < len(text):
+        window = window.rsplit(" ", 1)[0] + "…"
+    if start:
+        window = "…" + window.split(" ", 1)[-1]
+    return window

@@ -35,7 +35,7 @@ from .codes import (
 )
 from .entries import entry_reason, states_nothing
 from .features import from_message
-from .negation import asserts_negated, negated_terms
+from .negation import asserts_negated, negated_sentence, negated_terms
 from .reading import intent, passing, statements, without_pleasantry, words_of
 from .secrets import notes_credential, secret_in, withheld
 from .sources import TurnSources
@@ -75,6 +75,23 @@ def reason(operation: Operation, *, start: Snapshot, sources: TurnSources) -> st
     if sources.intent in ASKS_FOR_CHANGE and from_message(operation.content, sources):
         return ""  # the person's own command: never diverted
     return entry_reason(operation.content, sources)
+
+
+def said(operation: Operation, why: str, sources: TurnSources) -> str:
+    """The person's own sentence an asked operation is shown beside ("" = none): for `NEGATED`, the sentence
+    of their latest message whose "no" the entry drops ("I always want tabs, not spaces").
+
+    It is memory content (stored with the proposal, never logged), and passes
+    what trusted code's offers pass: a sentence the scan flags, or that holds a
+    secret or a labelled value, is not shown.
+    """
+    if why != NEGATED or not operation.content:
+        return ""
+    sentence = negated_sentence(operation.content, sources.message, sources.language)
+    if (not sentence or _LABELLED_VALUE.search(sentence) or scan_entry(sentence) is not None
+            or withheld(sentence, sources)):
+        return ""
+    return sentence
 
 
 def split(

@@ -661,6 +661,8 @@
       const item = el("li", "proposal-op");
       item.appendChild(el("span", "proposal-line", proposalLine(operation)));
       if (operation.why) item.appendChild(el("span", "proposal-why", operation.why));
+      // The person's own sentence beside an entry that drops their "no": text, never markup.
+      if (operation.you_said) item.appendChild(el("span", "proposal-said", operation.you_said));
       if (operation.action === "add") {
         const editId = prefix + "-edit-" + operation.position;
         const toggle = el("button", "proposal-edit-toggle", gettext("Edit"));
