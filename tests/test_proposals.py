@@ -261,7 +261,7 @@ def test_the_list_shows_what_each_proposal_would_change(user):
 
     assert item["operations"] == [{"position": 1, "target": "user", "action": "replace",
                                    "content": "Uses helix.", "entry": "Uses vim.", "reason": "", "why": "",
-                                   "expires": None}]
+                                   "expires": None, "said": None, "you_said": None}]
     assert item["expires_at"] > item["created_at"]
 
 
