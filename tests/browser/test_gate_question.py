@@ -4,7 +4,9 @@ A scripted model (real HTTP) stages task progress beside a lasting fact; the
 chat, on a phone, shows "Save this to memory?" under the answer with the
 doubted entry, the reason in plain words (no code), Save and Discard. The
 lasting fact is saved at once; the doubted one only when the person presses
-Save, and Discard keeps it out. Nothing scrolls sideways. Checks on memory
+Save, and Discard keeps it out. Nothing scrolls sideways. An entry that
+drops the person's "no" is asked beside their own sentence ("You said: …"),
+shown as text. Checks on memory
 text are bare booleans, so no memory content reaches test output.
 """
 from __future__ import annotations
@@ -63,3 +65,24 @@ def test_a_doubted_save_is_a_question_under_the_answer_on_a_phone(scripted_conte
     memory = snapshot_of(person).memory
     assert memory == ((LASTING, DOUBTED) if choice == "Save" else (LASTING,))
     assert orm(lambda: MemoryProposal.objects.filter(user_id=person.pk).count()) == 0
+
+
+NEGATED_MESSAGE = "I always want <i>tabs</i>, not spaces"
+
+
+def test_an_entry_that_drops_the_persons_no_is_asked_beside_their_own_sentence(scripted_context, scripted_site):
+    _, model = scripted_site
+    person, page = phone_chat(scripted_context, "gate-negated")
+    model.push(tool_call(json.dumps({"operations": [{"target": "user", "action": "add", "content": "Prefers spaces"}]})),
+               text("I offered to remember it."))
+
+    send(page, NEGATED_MESSAGE)
+    reply = wait_for_reply(page)
+
+    question = reply.locator(".chat-proposal")
+    expect(question.locator(".proposal-why")).to_have_text(str(gate.REASONS[gate.NEGATED]))
+    # The person's own words, as text: the markup they typed is shown, never made into elements.
+    expect(question.locator(".proposal-said")).to_have_text(f"You said: “{NEGATED_MESSAGE}”")
+    assert question.locator(".proposal-said i").count() == 0
+    assert sideways_overflow(page) <= 0
+    assert snapshot_of(person).user == ()
