@@ -73,8 +73,8 @@ NEGATED_MESSAGE = "I always want <i>tabs</i>, not spaces"
 def test_an_entry_that_drops_the_persons_no_is_asked_beside_their_own_sentence(scripted_context, scripted_site):
     _, model = scripted_site
     person, page = phone_chat(scripted_context, "gate-negated")
-    model.push(tool_call(json.dumps({"operations": [{"target": "user", "action": "add", "content": "Prefers spaces"}]})),
-               text("I offered to remember it."))
+    inverted = {"target": "user", "action": "add", "content": "Prefers spaces"}
+    model.push(tool_call(json.dumps({"operations": [inverted]})), text("I offered to remember it."))
 
     send(page, NEGATED_MESSAGE)
     reply = wait_for_reply(page)
