@@ -74,7 +74,13 @@ def third_person(clause: str, language: str = "en") -> str | None:
             if verb_first is None:
                 return None
             body = verb_first
-    for pattern, replacement in _PRONOUNS:
+    return _entry(body, _PRONOUNS)
+
+
+def _entry(body: str, pronouns) -> str | None:
+    """The clause as an entry: the person's pronouns in the third person, one closing stop, a capital, a
+    length the profile takes (None when too short or too long)."""
+    for pattern, replacement in pronouns:
         body = pattern.sub(replacement, body)
     body = body.rstrip(" ,;:-")
     if not body.endswith((".", "!", ")")):
@@ -166,10 +172,4 @@ def _german(clause: str) -> str | None:
         return None
     rest = _DE_SECOND_VERB.sub(lambda m: f"{m.group(1)} {_german_verb(m.group(2)) or m.group(2)}", rest)
     body = f"{head} {rest}"
-    for pattern, replacement in _DE_PRONOUNS:
-        body = pattern.sub(replacement, body)
-    body = body.rstrip(" ,;:-")
-    if not body.endswith((".", "!", ")")):
-        body += "."
-    body = body[0].upper() + body[1:]
-    return body if MIN_CHARS <= len(body) <= MAX_CHARS else None
+    return _entry(body, _DE_PRONOUNS)
