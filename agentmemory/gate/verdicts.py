@@ -151,7 +151,7 @@ def unsaved_statements(sources: TurnSources) -> list[str]:
     clause becomes the third person (`person_words.third_person`, English);
     on a command to remember, failing that, the clauses are offered in the
     person's words, the command left out. Every entry must pass the scan,
-    `secrets.withheld` and the entry rules the model's entries pass.
+    `secrets.withheld` (the scan once, then `secret_in`) and the entry rules the model's entries pass.
     """
     message = without_pleasantry(sources.message or "")
     kind = intent(message)
@@ -220,9 +220,10 @@ _LABELLED_VALUE = re.compile(
 def _offer(entries, sources: TurnSources) -> list[str]:
     offered: list[str] = []
     for entry in entries:
-        # The scans last: most refused entries are refused by a rule that costs microseconds.
+        # The scans last: most refused entries are refused by a rule that costs microseconds. Any finding of
+        # the scan refuses (`withheld` is its secret family and the turn's values: the scan runs once).
         if (entry is None or entry in offered or states_nothing(entry, sources) or entry_reason(entry, sources)
-                or _LABELLED_VALUE.search(entry) or scan_entry(entry) is not None or withheld(entry, sources)):
+                or _LABELLED_VALUE.search(entry) or scan_entry(entry) is not None or secret_in(entry, sources)):
             continue
         offered.append(entry)
         if len(offered) == MAX_UNSAVED:

@@ -10,6 +10,7 @@ import re
 
 from .findings import COMMAND_AND_CONTROL, EXFILTRATION, PERSISTENCE, PROMPT_INJECTION, ROLE_HIJACK
 from .folding import Separated
+from .needles import Prefilter
 
 
 def _words(*alternatives: str) -> str:
@@ -427,6 +428,13 @@ LINE_PHRASES = tuple(
     phrase for phrase in PHRASES if phrase[2] or "(?<=\\n)" in phrase[1].pattern or "\\n])" in phrase[1].pattern
 )
 
+# A phrase is searched for only when a text holds one of the words it cannot match without
+# (`needles.py`); other lists of phrases are read whole.
+PREFILTERS = {
+    id(phrases): Prefilter(pattern for _category, pattern, _imperative in phrases)
+    for phrases in (PHRASES, LINE_PHRASES)
+}
+
 
 def match_phrases(
     folded: str,
@@ -441,7 +449,10 @@ def match_phrases(
     text as written (`Note: register-as-a-node` reads `note register as a
     node`, and the colon made it an order).
     """
-    for category, pattern, imperative in phrases:
+    prefilter = PREFILTERS.get(id(phrases))
+    places = range(len(phrases)) if prefilter is None else prefilter.possible(folded)
+    for place in places:
+        category, pattern, imperative = phrases[place]
         if not imperative:
             if pattern.search(folded):
                 return category
