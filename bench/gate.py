@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/gate.py
 
-For every message of bench/language_messages.py (English, German, the
+For every message of bench/_language_messages.py (English, German, the
 other shipped languages and three the gate has no rules for) as the
 person's latest, after a history of 50 messages (the person and the
 assistant taking turns, a tool result among them, in several languages):
@@ -36,7 +36,7 @@ from django.conf import settings  # noqa: E402
 
 settings.configure(USE_I18N=False)
 
-from language_messages import MESSAGES  # noqa: E402
+from _language_messages import MESSAGES  # noqa: E402
 
 from agentmemory import gate  # noqa: E402
 from agentmemory.gate import language  # noqa: E402

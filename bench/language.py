@@ -3,7 +3,7 @@
     .venv/bin/python bench/language.py            # the gate's detector
     LINGUA=1 .venv/bin/python bench/language.py   # and lingua-language-detector, when it is importable
 
-Accuracy per language on bench/language_messages.py (messages in a language
+Accuracy per language on bench/_language_messages.py (messages in a language
 the gate ships no words for count as right when they come out "unknown";
 for lingua, restricted to the shipped languages plus Polish, Swedish and
 Turkish, right when it names the language, a language we do not ship
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from language_messages import MESSAGES  # noqa: E402
+from _language_messages import MESSAGES  # noqa: E402
 
 from agentmemory.gate import language  # noqa: E402
 from agentmemory.gate.words import LANGUAGES  # noqa: E402
