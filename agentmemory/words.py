@@ -688,7 +688,7 @@ def expiry_change_text(value: str) -> str:
     """The History's line for an expiry a change set, changed or cleared."""
     if not value:
         return _("Kept until you remove it")
-    return _("Set to expire: %(until)s") % {"until": expiry_text(value)}
+    return _("Kept until %(date)s, then removed") % {"date": expiry_day(value)}
 
 
 def expiry_removal_text(when: datetime) -> str:

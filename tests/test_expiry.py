@@ -245,7 +245,8 @@ def test_the_page_sets_and_clears_an_expiry_and_shows_it(user):
     assert MemoryPreference.objects.get(user=user).time_zone == "Europe/Lisbon"
     html = page.get("/memory/").content.decode()
     assert f'<time datetime="{when}">Until ' in html
-    assert "Set to expire: Until" in html  # the History line of the change
+    assert "Kept until " in html and ", then removed" in html  # the History line of the change
+    assert "Set to expire: Until" not in html and ": Until" not in html
 
     cleared = page.post("/memory/expiry/", {"csrfmiddlewaretoken": token, "target": "memory", "entry": TRIP,
                                             "preset": "never", "date": ""})

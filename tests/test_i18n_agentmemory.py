@@ -196,6 +196,16 @@ def test_the_memory_page_and_its_history_are_german(user, german):
     assert "/jsi18n/" in html
 
 
+def test_the_import_review_is_german_and_names_its_source_in_the_dative(user, german):
+    client = german_client(user)
+    review = client.post("/memory/import/", {"text": "- Trinkt morgens Tee.\n- Projekt läuft auf Postgres.\n"})
+    assert review.status_code == 302
+    html = client.get(review["Location"]).content.decode()
+    assert "Gelesen aus einer Liste." in html  # "a list" is dative, as after "Importiert aus"
+    assert "Gelesen als" not in html
+    assert untranslated(html, within="main") == []
+
+
 def test_the_erase_confirmation_is_german(user, german):
     seed(user, **ENTRIES)
     html = german_client(user).get("/memory/erase/").content.decode()
