@@ -13,7 +13,7 @@ messages (the secrets of every message the person wrote and every tool
 result, the intent, the statements, the language, the threat scan of the
 latest message); then `refusal` and `reason` for both adds (the secret
 match in every spelling included), or `unsaved_statements` (the person's
-words offered, each through the scan and `secrets.withheld`). The
+words offered, each through one scan that also finds its secrets). The
 language detector's cache is cleared before each turn, so every turn pays
 for detecting its message. Prints p50, p95 and p99 in milliseconds, of the
 thread's CPU time (what the gate costs; steady on a shared, loaded machine)
